@@ -1,0 +1,78 @@
+# Viking Context Engine — every developer task is a target here. `make help` lists them.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+GEN_PY := gen/python
+GEN_TS := gen/ts
+PROTO_FILES := $(wildcard protos/contextengine/v1/*.proto)
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## List the targets
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip==25.3
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $@
+
+node_modules/.installed: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+.PHONY: install
+install: $(VENV)/.installed node_modules/.installed ## Install the Python and Node.js toolchains (pinned)
+
+.PHONY: protos
+protos: install ## Regenerate the Python (typed) and TypeScript stubs from protos/
+	rm -rf $(GEN_PY) $(GEN_TS)
+	mkdir -p $(GEN_PY) $(GEN_TS)
+	$(PY) -m grpc_tools.protoc -I protos \
+	  --plugin=protoc-gen-mypy=$(BIN)/protoc-gen-mypy --plugin=protoc-gen-mypy_grpc=$(BIN)/protoc-gen-mypy_grpc \
+	  --python_out=$(GEN_PY) --grpc_python_out=$(GEN_PY) \
+	  --mypy_out=$(GEN_PY) --mypy_grpc_out=$(GEN_PY) $(PROTO_FILES)
+	touch $(GEN_PY)/contextengine/__init__.py $(GEN_PY)/contextengine/v1/__init__.py $(GEN_PY)/contextengine/py.typed
+	$(PY) -m grpc_tools.protoc -I protos \
+	  --plugin=protoc-gen-ts_proto=node_modules/.bin/protoc-gen-ts_proto \
+	  --ts_proto_out=$(GEN_TS) \
+	  --ts_proto_opt=outputServices=grpc-js,esModuleInterop=true,useDate=false,importSuffix=.js \
+	  $(PROTO_FILES)
+
+.PHONY: protos-check
+protos-check: protos ## Fail if the generated stubs differ from what is committed
+	git diff --exit-code -- gen/ && test -z "$$(git status --porcelain -- gen/)"
+
+.PHONY: lint
+lint: install ## ruff, buf lint (and buf breaking against main when it has v1)
+	$(BIN)/ruff check shared services tests
+	$(BIN)/ruff format --check shared services tests
+	$(BIN)/buf lint
+	scripts/buf-breaking.sh $(BIN)/buf
+
+.PHONY: typecheck
+typecheck: install ## mypy --strict on our packages
+	$(BIN)/mypy
+
+.PHONY: test
+test: install protos-check lint typecheck ## Everything CI checks: drift, lint, types, unit + integration tests
+	$(BIN)/pytest -q
+
+.PHONY: run
+run: install ## Start the local stack (embeddings, OpenViking, the three services) and play the demo turn loop
+	$(PY) -m shared.localstack.demo
+
+.PHONY: bench
+bench: install ## Run the benchmark against the local stack and write bench-results/
+	$(PY) -m tests.bench.run
+
+.PHONY: clean-data
+clean-data: ## Wipe the local stack's data (OpenViking workspace, logs); keeps the installed runtimes
+	rm -rf .stack/data
+
+.PHONY: clean
+clean: ## Remove every local install and data
+	rm -rf $(VENV) .stack node_modules

@@ -1,0 +1,1 @@
+"""The three gRPC services of the Viking Context Engine."""

@@ -1,0 +1,1 @@
+"""Common code shared by the capture, assembly and compaction services."""

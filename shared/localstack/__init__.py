@@ -1,0 +1,1 @@
+"""Embedded local stack: private runtimes, OpenViking and a local embedding server as subprocesses."""

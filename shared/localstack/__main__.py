@@ -1,0 +1,3 @@
+from shared.localstack.cli import main
+
+raise SystemExit(main())
