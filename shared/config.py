@@ -1,0 +1,175 @@
+"""One frozen settings object, from a JSON file plus the environment.
+
+The file uses the upstream OpenClaw plugin's camelCase keys (design §7.1), so an old plugin
+config file starts the services unchanged; the new keys of §7.2 and the engine's own keys sit
+beside them. Every key can be overridden by `CONTEXT_ENGINE_<UPPER_SNAKE_KEY>` (for example
+`CONTEXT_ENGINE_BASE_URL`). Every invalid value is reported at once, by name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+
+from shared.errors import ConfigurationError
+
+CONFIG_PATH_ENV = "CONTEXT_ENGINE_CONFIG"
+ENV_PREFIX = "CONTEXT_ENGINE_"
+# Keys of the upstream plugin that the engine accepts but has no use for.
+_UPSTREAM_IGNORED_KEYS = frozenset(
+    {
+        "targetUri",
+        "captureMode",
+        "commitTokenThreshold",
+        "commitKeepRecentCount",
+        "commitOnMemoryIntent",
+        "recallResources",
+        "recallMaxInjectedChars",
+        "recallHealthCacheTtlMs",
+        "recallHealthStaleTtlMs",
+        "bypassSessionPatterns",
+        "ingestReplyAssist",
+        "ingestReplyAssistMinSpeakerTurns",
+        "ingestReplyAssistMinChars",
+        "logFindRequests",
+        "emitStandardDiagnostics",
+    }
+)
+
+
+def _upper_snake(alias: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", alias).upper()
+
+
+class Settings(BaseModel):
+    """Engine settings. Field aliases are the config-file keys."""
+
+    model_config = ConfigDict(frozen=True, populate_by_name=True, extra="forbid")
+
+    # --- upstream plugin keys (§7.1) ---
+    mode: Literal["local", "remote"] = "local"
+    """local: the engine starts and owns an OpenViking server; remote: it uses an existing one."""
+    config_path: str | None = Field(default=None, alias="configPath")
+    """Local mode: an ov.conf to start OpenViking with instead of the generated one."""
+    port: int = Field(default=1933, ge=1, le=65535)
+    """Local mode: OpenViking's port."""
+    base_url: str = Field(default="http://127.0.0.1:1933", alias="baseUrl", pattern=r"^https?://\S+$")
+    """OpenViking's base URL."""
+    api_key: SecretStr | None = Field(default=None, alias="apiKey")
+    """Root key (trusted / api_key modes) for OpenViking."""
+    agent_id: str = Field(default="default", alias="agentId", pattern=r"^[A-Za-z0-9_.@-]{1,64}$")
+    """Agent id used when a request names none."""
+    timeout_ms: int = Field(default=15000, alias="timeoutMs", gt=0, le=600_000)
+    """Default timeout of one OpenViking call."""
+    auto_recall: bool = Field(default=True, alias="autoRecall")
+    auto_capture: bool = Field(default=True, alias="autoCapture")
+    capture_max_length: int = Field(default=24000, alias="captureMaxLength", gt=0)
+    """Longest text the capture decision treats as worth extracting."""
+    recall_limit: int = Field(default=6, alias="recallLimit", ge=1, le=100)
+    recall_score_threshold: float = Field(default=0.15, alias="recallScoreThreshold", ge=0.0, le=1.0)
+    recall_max_content_chars: int = Field(default=500, alias="recallMaxContentChars", ge=20, le=100_000)
+    recall_prefer_abstract: bool = Field(default=True, alias="recallPreferAbstract")
+    recall_token_budget: int = Field(default=2000, alias="recallTokenBudget", ge=0, le=1_000_000)
+
+    # --- refactor keys (§7.2) ---
+    recent_raw_turn_count: int = Field(default=8, alias="recentRawTurnCount", ge=1, le=10_000)
+    assemble_recall_window: int = Field(default=5, alias="assembleRecallWindow", ge=1, le=100)
+    compact_commit_threshold: float = Field(default=0.75, alias="compactCommitThreshold", gt=0.0, le=1.0)
+    memory_expand_max_results: int = Field(default=6, alias="memoryExpandMaxResults", ge=1, le=100)
+
+    # --- engine keys ---
+    default_token_budget: int = Field(default=128_000, alias="defaultTokenBudget", gt=0)
+    compact_tokens_added_threshold: int = Field(default=30_000, alias="compactTokensAddedThreshold", gt=0)
+    compact_turn_threshold: int = Field(default=20, alias="compactTurnThreshold", gt=0)
+    compact_interval_minutes: float = Field(default=30.0, alias="compactIntervalMinutes", gt=0)
+    compact_task_timeout_ms: int = Field(default=120_000, alias="compactTaskTimeoutMs", gt=0)
+    """How long a synchronous Compact waits for OpenViking's phase 2."""
+    fallback_recall_enabled: bool = Field(default=True, alias="fallbackRecallEnabled")
+    """Serve RecallFallback (the before_prompt_build path). Off = engine-only lifecycle."""
+    recall_timeout_ms: int = Field(default=5000, alias="recallTimeoutMs", gt=0)
+    openviking_auth_mode: Literal["dev", "trusted", "api_key"] = Field(default="dev", alias="openvikingAuthMode")
+    """How the engine authenticates to OpenViking (dev: identity headers on loopback only)."""
+    default_account_id: str = Field(default="default", alias="defaultAccountId", pattern=r"^[A-Za-z0-9.@-][A-Za-z0-9_.@-]{0,254}$")
+    default_encoding: Literal["cl100k_base", "o200k_base"] = Field(default="o200k_base", alias="defaultEncoding")
+    grpc_host: str = Field(default="127.0.0.1", alias="grpcHost")
+    grpc_port: int = Field(default=50051, alias="grpcPort", ge=0, le=65535)
+    compaction_target: str = Field(default="", alias="compactionTarget")
+    """gRPC target of CompactionService for capture's triggers; empty = in this process."""
+    shutdown_grace_seconds: float = Field(default=20.0, alias="shutdownGraceSeconds", ge=0, le=600)
+    max_connection_age_seconds: int = Field(default=300, alias="maxConnectionAgeSeconds", ge=1)
+    max_message_bytes: int = Field(default=16 * 1024 * 1024, alias="maxMessageBytes", ge=1024)
+
+    @model_validator(mode="after")
+    def _remote_needs_url(self) -> Settings:
+        if self.openviking_auth_mode in ("trusted", "api_key") and self.api_key is None:
+            raise ValueError("apiKey is required when openvikingAuthMode is trusted or api_key")
+        return self
+
+    @property
+    def openviking_timeout_seconds(self) -> float:
+        return self.timeout_ms / 1000.0
+
+
+def _aliases() -> dict[str, str]:
+    return {(f.alias or name): name for name, f in Settings.model_fields.items()}
+
+
+def _unwrap_plugin_file(data: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Accept the plugin's block as OpenClaw stores it (`plugins.entries.<id>.config`) or bare."""
+    entries = data.get("plugins", {}).get("entries", {}) if isinstance(data.get("plugins"), dict) else {}
+    for entry in entries.values():
+        if isinstance(entry, dict) and isinstance(entry.get("config"), dict):
+            return dict(entry["config"])
+    if isinstance(data.get("config"), dict):
+        return dict(data["config"])
+    return data
+
+
+def load_settings(
+    path: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Settings from `path` (or $CONTEXT_ENGINE_CONFIG), then env overrides, then `overrides`."""
+    env = os.environ if environ is None else environ
+    path = path or (Path(env[CONFIG_PATH_ENV]) if env.get(CONFIG_PATH_ENV) else None)
+    problems: list[str] = []
+    raw: dict[str, Any] = {}
+    if path is not None:
+        try:
+            loaded = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as exc:
+            raise ConfigurationError([f"{path}: {exc}"]) from exc
+        if not isinstance(loaded, dict):
+            raise ConfigurationError([f"{path}: expected a JSON object"])
+        raw.update(_unwrap_plugin_file(loaded))
+    aliases = _aliases()
+    for alias in aliases:
+        value = env.get(ENV_PREFIX + _upper_snake(alias))
+        if value is not None:
+            raw[alias] = value
+    raw.update(overrides or {})
+    for key in list(raw):
+        if key in _UPSTREAM_IGNORED_KEYS and key not in aliases:
+            raw.pop(key)
+        elif key not in aliases and key not in Settings.model_fields:
+            problems.append(f"{key}: unknown setting")
+    try:
+        settings = Settings.model_validate({k: v for k, v in raw.items() if k in aliases or k in Settings.model_fields})
+    except ValidationError as exc:
+        problems.extend(_describe(err) for err in exc.errors())
+        raise ConfigurationError(problems) from exc
+    if problems:
+        raise ConfigurationError(problems)
+    return settings
+
+
+def _describe(error: Any) -> str:
+    location = ".".join(str(part) for part in error["loc"]) or "settings"
+    return f"{location}: {error['msg']} (got {error.get('input')!r})"

@@ -1,0 +1,1 @@
+"""Domain model shared by the services: identity, messages, envelopes, state, checkpoints."""

@@ -1,0 +1,70 @@
+"""Who a request is for: validated once at the edge, then passed around as plain data."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+from contextengine.v1 import common_pb2
+
+from shared.errors import InvalidArgument
+from shared.openviking.tenant import Tenant
+
+# OpenViking's identifier rules: [A-Za-z0-9_.@-], at most one '@', at most 255 chars, not '.'/'..'.
+_IDENTIFIER = re.compile(r"^[A-Za-z0-9_.@-]{1,255}$")
+_SESSION_ID = re.compile(r"^[A-Za-z0-9_.@:-]{1,255}$")
+
+
+def _check_identifier(value: str, field: str, *, required: bool = True) -> str:
+    if not value:
+        if required:
+            raise InvalidArgument(field, "is required")
+        return value
+    if not _IDENTIFIER.match(value) or value.count("@") > 1 or value in (".", ".."):
+        raise InvalidArgument(field, "must match [A-Za-z0-9_.@-]{1,255} with at most one '@'")
+    return value
+
+
+@dataclass(frozen=True)
+class RequestIdentity:
+    tenant: Tenant
+    agent_id: str
+    session_id: str
+    session_key: str
+
+    @property
+    def buffer_key(self) -> str:
+        """The engine's key for one conversation stream: host session and agent (design §3.2)."""
+        return f"{self.session_id}:{self.agent_id}"
+
+    @property
+    def stream_id(self) -> str:
+        """A short stable id for the buffer key, safe as part of OpenViking ids and URIs."""
+        return hashlib.sha256(self.buffer_key.encode()).hexdigest()[:20]
+
+
+def parse_identity(
+    identity: common_pb2.Identity,
+    *,
+    default_agent_id: str,
+    default_account_id: str,
+    session_required: bool,
+    field: str = "identity",
+) -> RequestIdentity:
+    """Validate the request identity; errors name the offending field."""
+    if not identity.user_id:
+        raise InvalidArgument(f"{field}.user_id", "is required")
+    user_id = _check_identifier(identity.user_id, f"{field}.user_id")
+    account_id = _check_identifier(identity.account_id or default_account_id, f"{field}.account_id")
+    if account_id.startswith("_"):
+        raise InvalidArgument(f"{field}.account_id", "must not start with '_'")
+    agent_id = _check_identifier(identity.agent_id or default_agent_id, f"{field}.agent_id")
+    session_id = identity.session_id
+    if session_required and not session_id:
+        raise InvalidArgument(f"{field}.session_id", "is required")
+    if session_id and not _SESSION_ID.match(session_id):
+        raise InvalidArgument(f"{field}.session_id", "must match [A-Za-z0-9_.@:-]{1,255}")
+    if len(identity.session_key) > 512:
+        raise InvalidArgument(f"{field}.session_key", "must be at most 512 characters")
+    return RequestIdentity(Tenant(account_id, user_id), agent_id, session_id, identity.session_key)

@@ -1,0 +1,1 @@
+"""Server runtime every service starts with: gRPC server, health, reflection, shutdown."""

@@ -1,0 +1,134 @@
+"""One gRPC server hosting one service (or all three), with health, reflection and a drain.
+
+Shutdown order on SIGTERM/SIGINT or `stop()`:
+1. every health status -> NOT_SERVING (load balancers stop sending new calls);
+2. `server.stop(grace)`: in-flight calls finish within the grace period, new ones are refused;
+3. each service's shutdown hook runs (capture commits pending sessions here);
+4. closers run (OpenViking client, channels), then telemetry is flushed by the caller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+
+from grpc import aio
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from shared.config import Settings
+from shared.runtime.interceptors import ErrorMappingInterceptor
+
+log = logging.getLogger(__name__)
+
+ShutdownHook = Callable[[], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    """What the runtime needs to host one service."""
+
+    name: str
+    """Full proto service name, e.g. `contextengine.v1.CaptureService` (also its health name)."""
+    register: Callable[[aio.Server], None]
+    on_shutdown: Sequence[ShutdownHook] = field(default_factory=tuple)
+    """Run after in-flight calls drained, before clients close."""
+
+
+def server_options(settings: Settings) -> list[tuple[str, int]]:
+    """Channel arguments: message size limits, keepalive, and a max connection age so that
+    clients re-resolve and spread over new replicas behind Kubernetes."""
+    return [
+        ("grpc.max_receive_message_length", settings.max_message_bytes),
+        ("grpc.max_send_message_length", settings.max_message_bytes),
+        ("grpc.keepalive_time_ms", 30_000),
+        ("grpc.keepalive_timeout_ms", 10_000),
+        ("grpc.keepalive_permit_without_calls", 1),
+        ("grpc.http2.min_ping_interval_without_data_ms", 10_000),
+        ("grpc.max_connection_age_ms", settings.max_connection_age_seconds * 1000),
+        ("grpc.max_connection_age_grace_ms", int(settings.shutdown_grace_seconds * 1000)),
+    ]
+
+
+class ServiceHost:
+    """Hosts the given services on one port."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        services: Sequence[ServiceSpec],
+        *,
+        closers: Sequence[ShutdownHook] = (),
+        extra_interceptors: Sequence[aio.ServerInterceptor] = (),
+    ) -> None:
+        self._settings = settings
+        self._services = list(services)
+        self._closers = list(closers)
+        self._health = health.aio.HealthServicer()
+        self._server = aio.server(
+            interceptors=[*extra_interceptors, ErrorMappingInterceptor()],
+            options=server_options(settings),
+        )
+        self._stopped = asyncio.Event()
+        self.port = 0
+
+    @property
+    def address(self) -> str:
+        return f"{self._settings.grpc_host}:{self.port}"
+
+    async def start(self, port: int | None = None) -> int:
+        for spec in self._services:
+            spec.register(self._server)
+        health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
+        names = [spec.name for spec in self._services]
+        reflection.enable_server_reflection([*names, health.SERVICE_NAME, reflection.SERVICE_NAME], self._server)
+        wanted = self._settings.grpc_port if port is None else port
+        self.port = self._server.add_insecure_port(f"{self._settings.grpc_host}:{wanted}")
+        await self._server.start()
+        serving = health_pb2.HealthCheckResponse.SERVING
+        for name in ["", *names]:
+            await self._health.set(name, serving)
+        log.info("serving %s on %s", ", ".join(names), self.address)
+        return self.port
+
+    async def stop(self) -> None:
+        """Drain and stop; safe to call more than once."""
+        if self._stopped.is_set():
+            return
+        self._stopped.set()
+        log.info("shutting down: NOT_SERVING, draining for up to %.0fs", self._settings.shutdown_grace_seconds)
+        await self._health.enter_graceful_shutdown()
+        await self._server.stop(self._settings.shutdown_grace_seconds)
+        for spec in self._services:
+            for hook in spec.on_shutdown:
+                await _run_safely(hook, f"{spec.name} shutdown hook")
+        for closer in self._closers:
+            await _run_safely(closer, "closer")
+        log.info("stopped")
+
+    async def wait_for_termination(self) -> None:
+        await self._server.wait_for_termination()
+
+
+async def _run_safely(hook: ShutdownHook, what: str) -> None:
+    try:
+        await hook()
+    except Exception:
+        log.exception("%s failed", what)
+
+
+async def run_until_signalled(host: ServiceHost) -> None:
+    """Block until SIGTERM or SIGINT, then stop the host gracefully."""
+    loop = asyncio.get_running_loop()
+    signalled = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, signalled.set)
+    try:
+        await signalled.wait()
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+    await host.stop()
