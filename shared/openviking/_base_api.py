@@ -1,0 +1,52 @@
+"""Shared base of the endpoint groups: everything goes through `_request`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import quote
+
+from shared.openviking.envelope import Envelope
+from shared.openviking.settings import CallKind
+from shared.openviking.tenant import Tenant
+from shared.openviking.transport import QueryValue, Transport
+
+
+def segment(value: str) -> str:
+    """`value` escaped as one URL path segment."""
+    return quote(value, safe="")
+
+
+class ApiBase:
+    """Holds the transport; endpoint groups are mixins over it."""
+
+    _transport: Transport
+
+    async def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        tenant: Tenant | None,
+        kind: CallKind,
+        idempotent: bool,
+        deadline: float | None = None,
+        params: Mapping[str, QueryValue] | None = None,
+        json: Any = None,
+        enveloped: bool = True,
+        api_key: str | None = None,
+        ok_statuses: frozenset[int] = frozenset(),
+    ) -> Envelope:
+        return await self._transport.request(
+            method,
+            path,
+            tenant=tenant,
+            kind=kind,
+            idempotent=idempotent,
+            deadline=deadline,
+            params=params,
+            json=json,
+            enveloped=enveloped,
+            api_key=api_key,
+            ok_statuses=ok_statuses,
+        )

@@ -1,0 +1,1 @@
+"""Typed results of the OpenViking HTTP API."""

@@ -1,0 +1,42 @@
+"""Retrieval results: find/search hits and grep matches."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from shared.openviking.models._base import ResultModel
+
+
+class SearchHit(ResultModel):
+    """One hit; `level` 0 = directory abstract, 1 = directory overview, 2 = a file."""
+
+    context_type: Literal["memory", "resource", "skill"] | str = "memory"
+    uri: str
+    level: int = 2
+    score: float = 0.0
+    abstract: str = ""
+    tags: list[str] = Field(default_factory=list)
+    content: str | None = None
+    """Only with `read_content=True`."""
+
+
+class FindResult(ResultModel):
+    memories: list[SearchHit] = Field(default_factory=list)
+    resources: list[SearchHit] = Field(default_factory=list)
+    skills: list[SearchHit] = Field(default_factory=list)
+    total: int = 0
+
+
+class GrepMatch(ResultModel):
+    line: int = 0
+    uri: str = ""
+    content: str = ""
+
+
+class GrepResult(ResultModel):
+    matches: list[GrepMatch] = Field(default_factory=list)
+    count: int = 0
+    match_count: int = 0
+    files_scanned: int = 0
