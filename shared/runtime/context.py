@@ -1,0 +1,47 @@
+"""What every service is built from: settings and the shared clients, passed in explicitly."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from grpc import aio
+
+from shared.config import Settings
+from shared.openviking.auth import ApiKeyAuth, AuthStrategy, DevAuth, TrustedAuth
+from shared.openviking.client import OpenVikingClient
+from shared.openviking.keys import ProvisioningUserKeys
+from shared.openviking.settings import CallTimeouts
+from shared.openviking.transport import HeaderProvider
+
+
+@dataclass(frozen=True)
+class ServiceContext:
+    settings: Settings
+    openviking: OpenVikingClient
+    compaction_target: Callable[[], str]
+    """gRPC target of CompactionService (resolved lazily: all-in-one knows its port late)."""
+    client_interceptors: Sequence[aio.ClientInterceptor] = field(default_factory=tuple)
+    """Interceptors for service-to-service channels (trace propagation)."""
+
+
+def openviking_auth(settings: Settings) -> AuthStrategy:
+    key = settings.api_key.get_secret_value() if settings.api_key else ""
+    if settings.openviking_auth_mode == "trusted":
+        return TrustedAuth(root_api_key=key)
+    if settings.openviking_auth_mode == "api_key":
+        return ApiKeyAuth(keys=ProvisioningUserKeys(root_api_key=key, seed=key))
+    return DevAuth()
+
+
+def build_openviking_client(settings: Settings, header_providers: Sequence[HeaderProvider] = ()) -> OpenVikingClient:
+    return OpenVikingClient(
+        settings.base_url,
+        openviking_auth(settings),
+        timeouts=CallTimeouts(
+            read=settings.openviking_timeout_seconds,
+            append=settings.openviking_timeout_seconds,
+            search=settings.openviking_timeout_seconds,
+        ),
+        header_providers=header_providers,
+    )
