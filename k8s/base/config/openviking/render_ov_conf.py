@@ -84,10 +84,12 @@ def main(argv: list[str] | None = None) -> int:
     fd = os.open(args.output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as out:
         json.dump(conf, out, indent=2, sort_keys=True)
-    shown = {key: value for key, value in conf.items() if key not in {"server", "vlm"}}
-    print(f"render_ov_conf: wrote {args.output}; sections {sorted(conf)}; "
-          f"auth_mode={conf['server'].get('auth_mode')}; "
-          f"extraction_enabled={shown.get('memory', {}).get('extraction_enabled', True)}", file=sys.stderr)
+    extraction = conf.get("memory", {}).get("extraction_enabled", True)
+    print(
+        f"render_ov_conf: wrote {args.output}; sections {sorted(conf)}; "
+        f"auth_mode={conf['server'].get('auth_mode')}; extraction_enabled={extraction}",
+        file=sys.stderr,
+    )
     return 0
 
 

@@ -1,0 +1,58 @@
+# syntax=docker/dockerfile:1
+# Image of the three context-engine services (one image; the service is chosen by argument):
+#   docker build -t viking-context-engine:0.1.0 .
+#   docker run viking-context-engine:0.1.0 --service capture|assembly|compaction|all
+#
+# Base image: pinned tag. The digest could not be resolved offline when this file was written;
+# before a release, resolve and append it, e.g.
+#   docker buildx imagetools inspect python:3.11.14-slim-bookworm --format '{{json .Manifest.Digest}}'
+#   --build-arg PYTHON_IMAGE=python:3.11.14-slim-bookworm@sha256:<digest>
+ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
+
+# ---- build: turn the repository into a wheel and install it into a venv -------------------------
+FROM ${PYTHON_IMAGE} AS build
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PYTHONDONTWRITEBYTECODE=1
+WORKDIR /src
+# Only what the wheel is built from (pyproject's [tool.hatch.build.targets.wheel] packages);
+# scripts/check-docker-context.py verifies this list against the entry point's imports.
+COPY pyproject.toml ./
+COPY shared/ ./shared/
+COPY services/ ./services/
+COPY gen/python/ ./gen/python/
+# The build backend (hatchling) is pinned in pyproject's [build-system]; runtime deps are pinned
+# in [project.dependencies].
+RUN python -m pip wheel --no-deps --wheel-dir /dist . \
+ && python -m venv /opt/venv \
+ && /opt/venv/bin/pip install --no-compile /dist/*.whl \
+ && /opt/venv/bin/python -m compileall -q /opt/venv/lib
+# tiktoken must work offline on a read-only root filesystem: seed its cache at build time, from
+# the installed wheel (WORKDIR / so the source tree is not on sys.path). DL3064 is a false
+# positive: TIKTOKEN_CACHE_DIR is a directory path, not a credential.
+# hadolint ignore=DL3064
+ENV TIKTOKEN_CACHE_DIR=/opt/tiktoken-cache
+WORKDIR /
+RUN /opt/venv/bin/python -m shared.tokens --seed-cache /opt/tiktoken-cache
+
+# ---- runtime ----------------------------------------------------------------------------------
+FROM ${PYTHON_IMAGE} AS runtime
+LABEL org.opencontainers.image.title="viking-context-engine" \
+      org.opencontainers.image.description="Context engine gRPC services (capture, assembly, compaction) over OpenViking" \
+      org.opencontainers.image.licenses="Apache-2.0"
+RUN groupadd --system --gid 10001 engine \
+ && useradd --system --uid 10001 --gid engine --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin engine
+COPY --from=build /opt/venv /opt/venv
+COPY --from=build /opt/tiktoken-cache /opt/tiktoken-cache
+# DL3064 is a false positive: TIKTOKEN_CACHE_DIR is a directory path, not a credential.
+# hadolint ignore=DL3064
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONUNBUFFERED=1 \
+    PYTHONDONTWRITEBYTECODE=1 \
+    TIKTOKEN_CACHE_DIR=/opt/tiktoken-cache \
+    CONTEXT_ENGINE_GRPC_PORT=50051
+USER 10001:10001
+EXPOSE 50051
+# Kubernetes probes use the native gRPC health check (grpc.health.v1) on this port.
+ENTRYPOINT ["context-engine"]
+CMD ["--service", "all"]
