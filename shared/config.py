@@ -93,10 +93,16 @@ class Settings(BaseModel):
     fallback_recall_enabled: bool = Field(default=True, alias="fallbackRecallEnabled")
     """Serve RecallFallback (the before_prompt_build path). Off = engine-only lifecycle."""
     recall_timeout_ms: int = Field(default=5000, alias="recallTimeoutMs", gt=0)
-    openviking_auth_mode: Literal["dev", "trusted", "api_key"] = Field(default="dev", alias="openvikingAuthMode")
+    openviking_auth_mode: Literal["dev", "trusted", "api_key"] = Field(
+        default="dev", alias="openvikingAuthMode"
+    )
     """How the engine authenticates to OpenViking (dev: identity headers on loopback only)."""
-    default_account_id: str = Field(default="default", alias="defaultAccountId", pattern=r"^[A-Za-z0-9.@-][A-Za-z0-9_.@-]{0,254}$")
-    default_encoding: Literal["cl100k_base", "o200k_base"] = Field(default="o200k_base", alias="defaultEncoding")
+    default_account_id: str = Field(
+        default="default", alias="defaultAccountId", pattern=r"^[A-Za-z0-9.@-][A-Za-z0-9_.@-]{0,254}$"
+    )
+    default_encoding: Literal["cl100k_base", "o200k_base"] = Field(
+        default="o200k_base", alias="defaultEncoding"
+    )
     grpc_host: str = Field(default="127.0.0.1", alias="grpcHost")
     grpc_port: int = Field(default=50051, alias="grpcPort", ge=0, le=65535)
     compaction_target: str = Field(default="", alias="compactionTarget")
@@ -161,7 +167,9 @@ def load_settings(
         elif key not in aliases and key not in Settings.model_fields:
             problems.append(f"{key}: unknown setting")
     try:
-        settings = Settings.model_validate({k: v for k, v in raw.items() if k in aliases or k in Settings.model_fields})
+        settings = Settings.model_validate(
+            {k: v for k, v in raw.items() if k in aliases or k in Settings.model_fields}
+        )
     except ValidationError as exc:
         problems.extend(_describe(err) for err in exc.errors())
         raise ConfigurationError(problems) from exc

@@ -120,6 +120,7 @@ class ContentApi(ApiBase):
         wait: bool = True,
         skip_conflicts: bool | None = None,
         processing_mode: ProcessingMode | None = None,
+        defer_processing: bool | None = None,
         deadline: float | None = None,
     ) -> BatchWriteResult:
         """Several writes with one index refresh. Each operation is `{uri, content, mode, tags?...}`.
@@ -132,6 +133,7 @@ class ContentApi(ApiBase):
             "wait": wait,
             "skip_conflicts": skip_conflicts,
             "processing_mode": processing_mode,
+            "defer_processing": defer_processing,
         }
         envelope = await self._request(
             "POST",

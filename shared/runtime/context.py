@@ -34,7 +34,9 @@ def openviking_auth(settings: Settings) -> AuthStrategy:
     return DevAuth()
 
 
-def build_openviking_client(settings: Settings, header_providers: Sequence[HeaderProvider] = ()) -> OpenVikingClient:
+def build_openviking_client(
+    settings: Settings, header_providers: Sequence[HeaderProvider] = ()
+) -> OpenVikingClient:
     return OpenVikingClient(
         settings.base_url,
         openviking_auth(settings),

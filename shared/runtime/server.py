@@ -84,7 +84,9 @@ class ServiceHost:
             spec.register(self._server)
         health_pb2_grpc.add_HealthServicer_to_server(self._health, self._server)
         names = [spec.name for spec in self._services]
-        reflection.enable_server_reflection([*names, health.SERVICE_NAME, reflection.SERVICE_NAME], self._server)
+        reflection.enable_server_reflection(
+            [*names, health.SERVICE_NAME, reflection.SERVICE_NAME], self._server
+        )
         wanted = self._settings.grpc_port if port is None else port
         self.port = self._server.add_insecure_port(f"{self._settings.grpc_host}:{wanted}")
         await self._server.start()
@@ -99,7 +101,9 @@ class ServiceHost:
         if self._stopped.is_set():
             return
         self._stopped.set()
-        log.info("shutting down: NOT_SERVING, draining for up to %.0fs", self._settings.shutdown_grace_seconds)
+        log.info(
+            "shutting down: NOT_SERVING, draining for up to %.0fs", self._settings.shutdown_grace_seconds
+        )
         await self._health.enter_graceful_shutdown()
         await self._server.stop(self._settings.shutdown_grace_seconds)
         for spec in self._services:

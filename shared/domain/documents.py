@@ -1,0 +1,86 @@
+"""Small JSON documents kept in OpenViking's own filesystem (no new database, design §12).
+
+Engine state, checkpoints and provenance live under the user's space in
+`viking://~/resources/.contextengine/`, written with deferred processing so they are never
+embedded or returned by memory search. Updates are compare-and-swap on the content's sha256
+(`expected_sha256` of batch-write); directory creation (`mkdir`, which refuses an existing
+directory) is the create-once primitive.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from shared.errors import Aborted, BackendConflict, BackendNotFound
+from shared.openviking.client import OpenVikingClient
+from shared.openviking.tenant import Tenant
+
+ENGINE_ROOT = "viking://~/resources/.contextengine"
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class StoredDocument:
+    data: dict[str, Any]
+    sha256: str
+
+
+class DocumentStore:
+    def __init__(self, openviking: OpenVikingClient) -> None:
+        self._ov = openviking
+
+    async def read(self, tenant: Tenant, uri: str, *, deadline: float | None = None) -> StoredDocument | None:
+        try:
+            text = await self._ov.read(tenant, uri, deadline=deadline)
+        except BackendNotFound:
+            return None
+        return StoredDocument(json.loads(text), sha256_text(text))
+
+    async def ensure_directory(self, tenant: Tenant, uri: str, *, deadline: float | None = None) -> bool:
+        """Create `uri` (and parents); True when this call created it."""
+        try:
+            await self._ov.mkdir(tenant, uri, deadline=deadline)
+        except BackendConflict:
+            return False
+        except BackendNotFound:
+            parent = uri.rstrip("/").rsplit("/", 1)[0]
+            await self.ensure_directory(tenant, parent, deadline=deadline)
+            return await self.ensure_directory(tenant, uri, deadline=deadline)
+        return True
+
+    async def write(
+        self,
+        tenant: Tenant,
+        uri: str,
+        data: dict[str, Any],
+        *,
+        expected_sha256: str | None = None,
+        deadline: float | None = None,
+    ) -> str:
+        """Write `data`; with `expected_sha256` only if the stored content is unchanged.
+
+        Raises `Aborted` when another writer changed the document first.
+        """
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+        operation: dict[str, Any] = {"uri": uri, "content": text, "mode": "replace"}
+        if expected_sha256 is not None:
+            operation["expected_sha256"] = expected_sha256
+        root = uri.rsplit("/", 1)[0]
+        try:
+            await self._ov.batch_write(
+                tenant, root, [operation], wait=False, defer_processing=True, deadline=deadline
+            )
+        except BackendConflict as exc:
+            raise Aborted(f"{uri} changed concurrently: {exc.message}") from exc
+        except BackendNotFound:
+            await self.ensure_directory(tenant, root, deadline=deadline)
+            await self._ov.batch_write(
+                tenant, root, [operation], wait=False, defer_processing=True, deadline=deadline
+            )
+        return sha256_text(text)

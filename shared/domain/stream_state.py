@@ -1,0 +1,149 @@
+"""Engine session state for one conversation stream (host session x agent), design §3.2.
+
+The "session array" lives in OpenViking as one JSON document per stream, updated with
+compare-and-swap so that any capture or compaction replica can serve any request:
+
+- `active_session`: the OpenViking session receiving new turns; a compaction moves new turns
+  to a fresh session (`generation` + 1) while the old one is committed;
+- `last_sequence`: the highest host message position persisted (or claimed: `pending_write`),
+  which makes AfterTurn idempotent and self-healing;
+- the counters the compaction triggers need, and the compactions still in flight.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from pydantic import BaseModel, Field
+
+from shared.domain.documents import ENGINE_ROOT, DocumentStore, StoredDocument
+from shared.domain.identity import RequestIdentity
+from shared.errors import Aborted
+
+MAX_CAS_ATTEMPTS = 12
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class PendingWrite(BaseModel):
+    """A claimed range of host positions whose messages are being appended."""
+
+    start_sequence: int
+    end_sequence: int
+    session_id: str
+    claimed_at: datetime
+
+
+class InflightCompaction(BaseModel):
+    checkpoint_id: str
+    session_id: str
+    task_id: str = ""
+    started_at: datetime
+
+
+class StreamState(BaseModel):
+    host_session_id: str
+    agent_id: str
+    stream_id: str
+    generation: int = 0
+    active_session: str
+    sessions: list[str] = Field(default_factory=list)
+    """Every OpenViking session of the stream, oldest first."""
+    last_sequence: int = -1
+    pending_write: PendingWrite | None = None
+    turns_since_compaction: int = 0
+    tokens_since_compaction: int = 0
+    active_tokens: int = 0
+    """Estimated tokens of the uncompacted turns (the working context the budget trigger watches)."""
+    last_compaction_at: datetime | None = None
+    created_at: datetime = Field(default_factory=utc_now)
+    inflight: list[InflightCompaction] = Field(default_factory=list)
+    checkpoint_ids: list[str] = Field(default_factory=list)
+    """Checkpoints of this stream, oldest first."""
+
+
+def session_id_for(stream_id: str, generation: int) -> str:
+    return f"ce-{stream_id}-g{generation:04d}"
+
+
+def stream_dir(stream_id: str) -> str:
+    return f"{ENGINE_ROOT}/streams/{stream_id}"
+
+
+def initial_state(identity: RequestIdentity) -> StreamState:
+    first = session_id_for(identity.stream_id, 0)
+    return StreamState(
+        host_session_id=identity.session_id,
+        agent_id=identity.agent_id,
+        stream_id=identity.stream_id,
+        active_session=first,
+        sessions=[first],
+    )
+
+
+class StreamStateStore:
+    """Loads and updates stream state with optimistic concurrency."""
+
+    def __init__(self, documents: DocumentStore) -> None:
+        self._documents = documents
+
+    @staticmethod
+    def uri(stream_id: str) -> str:
+        return f"{stream_dir(stream_id)}/state.json"
+
+    async def load(self, identity: RequestIdentity, *, deadline: float | None = None) -> StreamState | None:
+        stored = await self._documents.read(identity.tenant, self.uri(identity.stream_id), deadline=deadline)
+        return StreamState.model_validate(stored.data) if stored else None
+
+    async def _load_or_create(self, identity: RequestIdentity, deadline: float | None) -> StoredDocument:
+        uri = self.uri(identity.stream_id)
+        for _ in range(MAX_CAS_ATTEMPTS):
+            stored = await self._documents.read(identity.tenant, uri, deadline=deadline)
+            if stored is not None:
+                return stored
+            if await self._documents.ensure_directory(
+                identity.tenant, stream_dir(identity.stream_id), deadline=deadline
+            ):
+                data = initial_state(identity).model_dump(mode="json")
+                sha = await self._documents.write(identity.tenant, uri, data, deadline=deadline)
+                return StoredDocument(data, sha)
+            await asyncio.sleep(0.05)  # another replica is creating it
+        raise Aborted(f"stream state {uri} was not created in time")
+
+    async def update(
+        self,
+        identity: RequestIdentity,
+        mutate: Callable[[StreamState], StreamState | None],
+        *,
+        deadline: float | None = None,
+    ) -> tuple[StreamState, bool]:
+        """Apply `mutate` to the current state and store it atomically (retrying on races).
+
+        `mutate` gets a copy and returns the new state, or None to leave it unchanged.
+        Returns the resulting state and whether it was written.
+        """
+        uri = self.uri(identity.stream_id)
+        for attempt in range(MAX_CAS_ATTEMPTS):
+            stored = await self._load_or_create(identity, deadline)
+            current = StreamState.model_validate(stored.data)
+            changed = mutate(current.model_copy(deep=True))
+            if changed is None:
+                return current, False
+            try:
+                await self._documents.write(
+                    identity.tenant,
+                    uri,
+                    changed.model_dump(mode="json"),
+                    expected_sha256=stored.sha256,
+                    deadline=deadline,
+                )
+            except Aborted:
+                await asyncio.sleep(random.uniform(0.01, 0.05 * (attempt + 1)))
+                continue
+            return changed, True
+        raise Aborted(f"stream state {uri} is contended; retry the call")
