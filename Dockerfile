@@ -3,14 +3,12 @@
 #   docker build -t viking-context-engine:0.1.0 .
 #   docker run viking-context-engine:0.1.0 --service capture|assembly|compaction|all
 #
-# Base image: pinned tag. The digest could not be resolved offline when this file was written;
-# before a release, resolve and append it, e.g.
-#   docker buildx imagetools inspect python:3.11.14-slim-bookworm --format '{{json .Manifest.Digest}}'
-#   --build-arg PYTHON_IMAGE=python:3.11.14-slim-bookworm@sha256:<digest>
-ARG PYTHON_IMAGE=python:3.11.14-slim-bookworm
+# Base image: pinned to an exact patch tag in every FROM. The digest could not be resolved offline
+# when this file was written; before a release resolve it and append it to each FROM, e.g.
+#   docker buildx imagetools inspect python:3.11.14-slim-bookworm   # -> python:3.11.14-slim-bookworm@sha256:...
 
 # ---- build: turn the repository into a wheel and install it into a venv -------------------------
-FROM ${PYTHON_IMAGE} AS build
+FROM python:3.11.14-slim-bookworm AS build
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
@@ -36,7 +34,7 @@ WORKDIR /
 RUN /opt/venv/bin/python -m shared.tokens --seed-cache /opt/tiktoken-cache
 
 # ---- runtime ----------------------------------------------------------------------------------
-FROM ${PYTHON_IMAGE} AS runtime
+FROM python:3.11.14-slim-bookworm AS runtime
 LABEL org.opencontainers.image.title="viking-context-engine" \
       org.opencontainers.image.description="Context engine gRPC services (capture, assembly, compaction) over OpenViking" \
       org.opencontainers.image.licenses="Apache-2.0"
@@ -53,6 +51,9 @@ ENV PATH=/opt/venv/bin:$PATH \
     CONTEXT_ENGINE_GRPC_PORT=50051
 USER 10001:10001
 EXPOSE 50051
-# Kubernetes probes use the native gRPC health check (grpc.health.v1) on this port.
+# Kubernetes ignores HEALTHCHECK and uses native gRPC probes (k8s/base/*.yaml); this one is for
+# plain `docker run`/compose: the overall ("") grpc.health.v1 status on the configured port.
+HEALTHCHECK --interval=15s --timeout=3s --start-period=20s --retries=3 \
+  CMD ["python", "-c", "import os, grpc; from grpc_health.v1 import health_pb2 as h, health_pb2_grpc as g; ch = grpc.insecure_channel('127.0.0.1:' + os.environ.get('CONTEXT_ENGINE_GRPC_PORT', '50051')); r = g.HealthStub(ch).Check(h.HealthCheckRequest(service=''), timeout=2); raise SystemExit(r.status != h.HealthCheckResponse.SERVING)"]
 ENTRYPOINT ["context-engine"]
 CMD ["--service", "all"]
