@@ -26,9 +26,9 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
 def parse_result(model: type[ModelT], value: Any, what: str) -> ModelT:
-    """Validate `value` as `model`; a mismatch is a backend error, not a crash."""
+    """Validate `value` as `model` (null as `{}`); a mismatch is a backend error, not a crash."""
     try:
-        return model.model_validate(value)
+        return model.model_validate({} if value is None else value)
     except ValidationError as exc:
         raise BackendError(
             f"unexpected OpenViking result for {what}: {exc.error_count()} problem(s): "
