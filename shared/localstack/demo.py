@@ -1,0 +1,229 @@
+"""`make run`: the local stack plus the three services (all-in-one) and a demo host conversation.
+
+Starts the embedding endpoint and OpenViking (installing them on first use), starts the engine,
+then plays a host through the public gRPC API: turns with tool calls, an explicit memory, a
+compaction, a new session that recalls what the first decided, and an expand back to the raw
+turns. The stack stays up until Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import textwrap
+from collections.abc import Mapping
+
+import grpc
+from contextengine.v1 import (
+    assembly_pb2,
+    assembly_pb2_grpc,
+    capture_pb2,
+    capture_pb2_grpc,
+    common_pb2,
+    compaction_pb2,
+    compaction_pb2_grpc,
+)
+from google.protobuf.json_format import MessageToDict
+
+from shared.config import load_settings
+from shared.localstack.stack import LocalStack, StackSettings
+from shared.runtime.main import start_host
+
+Role = common_pb2.MessageRole
+USER = "demo-user"
+AGENT = "main"
+BUDGET = 8000
+
+
+def _identity(session_id: str) -> common_pb2.Identity:
+    return common_pb2.Identity(account_id="demo", user_id=USER, agent_id=AGENT, session_id=session_id)
+
+
+def _text(role: common_pb2.MessageRole.ValueType, text: str, msg_id: str) -> common_pb2.ConversationMessage:
+    return common_pb2.ConversationMessage(
+        id=msg_id, role=role, content=[common_pb2.ContentBlock(text=common_pb2.TextBlock(text=text))]
+    )
+
+
+def _tool_call(
+    msg_id: str, call_id: str, name: str, arguments: Mapping[str, object]
+) -> common_pb2.ConversationMessage:
+    call = common_pb2.ToolCallBlock(
+        id=call_id, name=name, arguments=common_pb2.JsonValue(json=json.dumps(arguments))
+    )
+    return common_pb2.ConversationMessage(
+        id=msg_id, role=Role.MESSAGE_ROLE_ASSISTANT, content=[common_pb2.ContentBlock(tool_call=call)]
+    )
+
+
+def _tool_result(msg_id: str, call_id: str, name: str, output: str) -> common_pb2.ConversationMessage:
+    result = common_pb2.ToolResultBlock(
+        tool_call_id=call_id,
+        tool_name=name,
+        content=[common_pb2.ContentBlock(text=common_pb2.TextBlock(text=output))],
+    )
+    return common_pb2.ConversationMessage(
+        id=msg_id, role=Role.MESSAGE_ROLE_TOOL_RESULT, content=[common_pb2.ContentBlock(tool_result=result)]
+    )
+
+
+# (user text, optional tool exchange, assistant answer) per turn of the first session.
+FIRST_SESSION: list[tuple[str, tuple[str, Mapping[str, object], str] | None, str]] = [
+    (
+        "Our queries on the orders table in project Atlas are slow. What should we look at?",
+        (
+            "search_docs",
+            {"query": "orders table slow query", "limit": 3},
+            "EXPLAIN shows a sequential scan on orders.customer_id",
+        ),
+        "Add an index on orders(customer_id), then check EXPLAIN ANALYZE: the slow query scans sequentially.",
+    ),
+    (
+        "We decided to use PostgreSQL 16 for project Atlas instead of MySQL.",
+        None,
+        "Noted: project Atlas will run on PostgreSQL 16.",
+    ),
+    (
+        "Can you check the connection pool settings for Atlas?",
+        ("read_file", {"path": "atlas/config/db.yaml"}, "pool_size: 5\nmax_overflow: 0"),
+        "The pool is small (5, no overflow); raise pool_size to 20 for the API workers.",
+    ),
+]
+
+
+def _section(title: str) -> None:
+    print(f"\n=== {title} " + "=" * max(0, 70 - len(title)), flush=True)
+
+
+def _show(label: str, message: object, keys: tuple[str, ...] = ()) -> None:
+    data = MessageToDict(message, preserving_proto_field_name=True)  # type: ignore[arg-type]
+    shown = {k: data[k] for k in keys if k in data} if keys else data
+    print(textwrap.indent(f"{label}: {json.dumps(shown, ensure_ascii=False, indent=2)}", "  "), flush=True)
+
+
+def _show_messages(messages: list[common_pb2.ConversationMessage]) -> None:
+    for message in messages:
+        role = Role.Name(message.role).removeprefix("MESSAGE_ROLE_").lower()
+        for block in message.content:
+            kind = block.WhichOneof("block")
+            if kind == "text":
+                body = block.text.text
+            elif kind == "tool_call":
+                body = f"[tool_call {block.tool_call.name}] {block.tool_call.arguments.json}"
+            elif kind == "tool_result":
+                body = f"[tool_result {block.tool_result.tool_name}] " + " ".join(
+                    c.text.text for c in block.tool_result.content
+                )
+            else:
+                body = f"[{kind}]"
+            print(f"    {role:>11}: {textwrap.shorten(body, 150)}", flush=True)
+
+
+async def play(target: str) -> None:
+    async with grpc.aio.insecure_channel(target) as channel:
+        capture = capture_pb2_grpc.CaptureServiceStub(channel)
+        assembly = assembly_pb2_grpc.AssemblyServiceStub(channel)
+        compaction = compaction_pb2_grpc.CompactionServiceStub(channel)
+        first = _identity("demo-session-1")
+        transcript: list[common_pb2.ConversationMessage] = []
+        for index, (question, tool, answer) in enumerate(FIRST_SESSION):
+            _section(f"session 1, turn {index + 1}")
+            before = len(transcript)
+            transcript.append(_text(Role.MESSAGE_ROLE_USER, question, f"u{index}"))
+            assembled = await assembly.Assemble(
+                assembly_pb2.AssembleRequest(
+                    identity=first, messages=transcript, token_budget=BUDGET, model="gpt-4o", prompt=question
+                )
+            )
+            print(
+                f"  Assemble -> {len(assembled.messages)} messages, {assembled.estimated_tokens} tokens",
+                flush=True,
+            )
+            _show_messages(list(assembled.messages))
+            if tool is not None:
+                name, arguments, output = tool
+                transcript.append(_tool_call(f"a{index}c", f"call{index}x01", name, arguments))
+                transcript.append(_tool_result(f"t{index}", f"call{index}x01", name, output))
+            transcript.append(_text(Role.MESSAGE_ROLE_ASSISTANT, answer, f"a{index}"))
+            after = await capture.AfterTurn(
+                capture_pb2.AfterTurnRequest(
+                    identity=first,
+                    messages=transcript,
+                    pre_prompt_message_count=before,
+                    token_budget=BUDGET,
+                    model="gpt-4o",
+                )
+            )
+            _show("AfterTurn", after)
+
+        _section("explicit memory_store")
+        for text in (
+            "I prefer dark theme in every UI.",
+            "Decision: project Atlas uses PostgreSQL 16, not MySQL.",
+        ):
+            stored = await capture.StoreMemory(capture_pb2.StoreMemoryRequest(identity=first, text=text))
+            _show("StoreMemory", stored)
+
+        _section("compaction (OpenViking session.commit)")
+        compacted = await compaction.Compact(
+            compaction_pb2.CompactRequest(identity=first, token_budget=BUDGET, force=True, model="gpt-4o"),
+            timeout=180,
+        )
+        _show(
+            "Compact",
+            compacted,
+            ("ok", "compacted", "reason", "checkpoint", "summary", "tokens_before", "tokens_after"),
+        )
+        print("  new working context:", flush=True)
+        _show_messages(list(compacted.messages))
+
+        _section("session 2 recalls what session 1 decided")
+        second = _identity("demo-session-2")
+        question = "What did we decide about the database for project Atlas?"
+        assembled = await assembly.Assemble(
+            assembly_pb2.AssembleRequest(
+                identity=second,
+                messages=[_text(Role.MESSAGE_ROLE_USER, question, "s2u0")],
+                token_budget=BUDGET,
+                model="gpt-4o",
+                prompt=question,
+            )
+        )
+        _show_messages(list(assembled.messages))
+        _show("packet", assembled.packet, ("recall_query", "recalled_memories", "tokens", "degraded"))
+
+        _section("memory_expand back to the raw turns")
+        checkpoint = compacted.checkpoint
+        uri = checkpoint.archive_uri or checkpoint.checkpoint_id
+        expanded = await compaction.ExpandMemory(
+            compaction_pb2.ExpandMemoryRequest(
+                identity=first, summary_or_memory_uri=uri, query="slow query index", limit=4
+            )
+        )
+        _show("ExpandMemory", expanded, ("linked_uris", "readable_uris", "checkpoint_id"))
+        for turn in expanded.turns:
+            print(f"    #{turn.turn.sequence} {turn.source_uri} score={turn.match_score:.2f}", flush=True)
+
+
+async def main() -> None:
+    stack_settings = StackSettings.from_env()
+    with LocalStack(stack_settings) as stack:
+        settings = load_settings(overrides={"baseUrl": stack.openviking_url, "grpcPort": 50051})
+        host = await start_host(settings, "all")
+        print(f"\nengine (capture + assembly + compaction) listening on {host.address}", flush=True)
+        print(f"OpenViking {stack.openviking_url}; {stack.extraction_description}", flush=True)
+        try:
+            await play(host.address)
+            _section("demo finished; the stack stays up until Ctrl-C")
+            stop = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, stop.set)
+            await stop.wait()
+        finally:
+            await host.stop()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
