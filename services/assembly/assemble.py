@@ -1,0 +1,333 @@
+"""Assemble, explicit recall and fallback recall as plain async functions over plain data.
+
+Retrieval (profile, recall, summaries) runs concurrently, each bounded by one deadline derived
+from the caller's and `recall_timeout_ms`. A failed or slow part is left out and reported
+(`degraded`); the host's newest raw turns are always returned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from contextengine.v1 import common_pb2, packet_pb2
+
+from services.assembly.envelopes import turn_envelopes
+from services.assembly.fallback import relevant_memories_block
+from services.assembly.injection import (
+    EXPLICIT_RECALL_SOURCE,
+    recall_tool_result_json,
+    tool_call_id_for,
+)
+from services.assembly.packing import MessageTokens, RecallPlan, pack_context, split_turns
+from services.assembly.ports import MemorySearch
+from services.assembly.profile import StableProfile, load_stable_profile
+from services.assembly.recall import (
+    RecallConfig,
+    RecallOutcome,
+    bounded,
+    describe_failure,
+    recall_memories,
+)
+from services.assembly.recall_query import (
+    RecallQuery,
+    recall_query_from_window,
+    sanitize_user_text,
+    skip_reason_for,
+)
+from services.assembly.summaries import SummarySource
+from shared.config import Settings
+from shared.domain.identity import RequestIdentity
+from shared.tokens import TokenCounter
+
+log = logging.getLogger(__name__)
+
+DEADLINE_RESERVE_FRACTION = 0.2
+"""Share of the caller's remaining time kept for packing and the reply."""
+MIN_RETRIEVAL_SECONDS = 0.01
+
+
+def retrieval_deadline(now: float, time_remaining: float | None, recall_timeout_ms: int) -> float:
+    """Absolute monotonic deadline for retrieval: recall_timeout_ms, capped by the caller's deadline."""
+    budget = recall_timeout_ms / 1000.0
+    if time_remaining is not None:
+        budget = min(budget, max(MIN_RETRIEVAL_SECONDS, time_remaining * (1 - DEADLINE_RESERVE_FRACTION)))
+    return now + budget
+
+
+@dataclass
+class AssembleResult:
+    messages: list[common_pb2.ConversationMessage]
+    system_prompt_addition: str
+    estimated_tokens: int
+    packet: packet_pb2.AssembledContextPacket
+
+
+@dataclass
+class _Retrieved:
+    profile: StableProfile = field(default_factory=StableProfile)
+    recall: RecallOutcome | None = None
+    summaries: list[packet_pb2.CompactSummary] = field(default_factory=list)
+    degraded_reasons: list[str] = field(default_factory=list)
+
+
+def _recall_anchor(messages: Sequence[common_pb2.ConversationMessage], prompt: str) -> int | None:
+    """Index after which the recall pair goes: the newest user message, or None (the end) when
+    the prompt is not yet in the transcript."""
+    last_user = None
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].role == common_pb2.MESSAGE_ROLE_USER:
+            last_user = index
+            break
+    if last_user is None:
+        return None
+    if prompt.strip():
+        text = sanitize_user_text(
+            "\n".join(b.text.text for b in messages[last_user].content if b.HasField("text"))
+        )
+        if text != sanitize_user_text(prompt):
+            return None
+    return last_user
+
+
+async def _retrieve(
+    client: MemorySearch,
+    *,
+    summary_source: SummarySource,
+    settings: Settings,
+    identity: RequestIdentity,
+    query: RecallQuery,
+    counter: TokenCounter,
+    deadline: float,
+) -> _Retrieved:
+    retrieved = _Retrieved()
+    recall_on = settings.auto_recall
+    profile_task = (
+        load_stable_profile(
+            client,
+            identity.tenant,
+            identity.agent_id,
+            counter,
+            max_tokens=settings.recall_token_budget // 2,
+            max_item_chars=settings.recall_max_content_chars,
+            deadline=deadline,
+        )
+        if recall_on
+        else None
+    )
+    # Profile first, so that recall can leave out what the profile already shows.
+    summaries_future = asyncio.ensure_future(
+        bounded(summary_source.latest_summaries(identity, deadline), deadline)
+    )
+    recall_future = (
+        asyncio.ensure_future(
+            recall_memories(
+                client,
+                tenant=identity.tenant,
+                agent_id=identity.agent_id,
+                query=query.query,
+                config=RecallConfig.from_settings(settings),
+                counter=counter,
+                deadline=deadline,
+            )
+        )
+        if recall_on and query.query
+        else None
+    )
+    if profile_task is not None:
+        try:
+            retrieved.profile = await bounded(profile_task, deadline)
+        except Exception as exc:
+            retrieved.degraded_reasons.append(describe_failure("profile", exc))
+        retrieved.degraded_reasons.extend(retrieved.profile.degraded_reasons)
+    if recall_future is not None:
+        try:
+            outcome = await bounded(recall_future, deadline)
+        except Exception as exc:
+            retrieved.degraded_reasons.append(describe_failure("recall", exc))
+            outcome = RecallOutcome(query.query)
+        outcome.items = [i for i in outcome.items if i.candidate.uri not in retrieved.profile.uris]
+        retrieved.degraded_reasons.extend(outcome.degraded_reasons)
+        retrieved.recall = outcome
+    try:
+        retrieved.summaries = await summaries_future
+    except Exception as exc:
+        retrieved.degraded_reasons.append(describe_failure("summaries", exc))
+    return retrieved
+
+
+async def assemble_context(
+    client: MemorySearch,
+    summary_source: SummarySource,
+    settings: Settings,
+    identity: RequestIdentity,
+    messages: Sequence[common_pb2.ConversationMessage],
+    *,
+    token_budget: int,
+    model: str,
+    prompt: str,
+    deadline: float,
+) -> AssembleResult:
+    """The model's context for this call; `messages` must already be validated."""
+    budget = token_budget or settings.default_token_budget
+    counter = TokenCounter.for_model(model, settings.default_encoding)
+    query = (
+        recall_query_from_window(messages, settings.assemble_recall_window, prompt)
+        if settings.auto_recall
+        else RecallQuery("", "auto_recall_disabled")
+    )
+    retrieved = await _retrieve(
+        client,
+        summary_source=summary_source,
+        settings=settings,
+        identity=identity,
+        query=query,
+        counter=counter,
+        deadline=deadline,
+    )
+    outcome = retrieved.recall
+    plan = None
+    if outcome is not None and outcome.items:
+        plan = RecallPlan(
+            query=outcome.query,
+            call_id=tool_call_id_for(
+                identity.tenant.account_id, identity.tenant.user_id, identity.stream_id, outcome.query
+            ),
+            memories=[item.for_injection() for item in outcome.items],
+        )
+    turns = split_turns(messages)
+    packed = pack_context(
+        budget=budget,
+        turns=turns,
+        recent_raw_turn_count=settings.recent_raw_turn_count,
+        count=MessageTokens(counter),
+        profile_blocks=retrieved.profile.blocks,
+        summaries=retrieved.summaries,
+        recall=plan,
+        recall_anchor=_recall_anchor(messages, prompt),
+    )
+    recalled = outcome.items[: packed.recalled_kept] if outcome else []
+    skip_reason = query.skip_reason
+    if not skip_reason and outcome is not None and not outcome.items:
+        skip_reason = "no_memories"
+    packet = packet_pb2.AssembledContextPacket(
+        profile_blocks=packed.profile_blocks,
+        recalled_memories=[item.to_proto(query.query) for item in recalled],
+        compact_summaries=packed.summaries,
+        recent_raw_turns=turn_envelopes(packed.recent_turns, identity),
+        injected_messages=packed.injected,
+        estimated_tokens=packed.estimated_tokens,
+        tokens=packed.tokens,
+        recall_query=query.query,
+        recall_skip_reason=skip_reason,
+        degraded=bool(retrieved.degraded_reasons),
+        degraded_reasons=retrieved.degraded_reasons,
+    )
+    if retrieved.degraded_reasons:
+        log.warning(
+            "assemble degraded for stream %s: %s", identity.stream_id, "; ".join(retrieved.degraded_reasons)
+        )
+    return AssembleResult(packed.messages, packed.system_prompt_addition, packed.estimated_tokens, packet)
+
+
+@dataclass
+class RecallResult:
+    memories: list[packet_pb2.RecalledMemory]
+    tool_result_json: str
+    degraded: bool
+    degraded_reasons: list[str]
+
+
+async def recall_for_tool(
+    client: MemorySearch,
+    settings: Settings,
+    identity: RequestIdentity,
+    query: str,
+    *,
+    limit: int,
+    deadline: float,
+) -> RecallResult:
+    """Explicit memory_recall: the same retrieval and ranking, the same tool-result shape."""
+    counter = TokenCounter.for_model("", settings.default_encoding)
+    outcome = await _bounded_recall(
+        client,
+        identity=identity,
+        query=query,
+        config=RecallConfig.from_settings(settings, limit=limit),
+        counter=counter,
+        deadline=deadline,
+    )
+    return RecallResult(
+        memories=[item.to_proto(query) for item in outcome.items],
+        tool_result_json=recall_tool_result_json(
+            [i.for_injection() for i in outcome.items], EXPLICIT_RECALL_SOURCE
+        ),
+        degraded=bool(outcome.degraded_reasons),
+        degraded_reasons=outcome.degraded_reasons,
+    )
+
+
+@dataclass
+class FallbackResult:
+    prepend_context: str
+    memories: list[packet_pb2.RecalledMemory]
+    estimated_tokens: int
+    degraded: bool
+
+
+async def recall_fallback_block(
+    client: MemorySearch,
+    settings: Settings,
+    identity: RequestIdentity,
+    prompt: str,
+    *,
+    deadline: float,
+) -> FallbackResult:
+    """The legacy `<relevant-memories>` block for `prompt` ("" when skipped or nothing found)."""
+    text = sanitize_user_text(prompt)
+    if skip_reason_for(text):
+        return FallbackResult("", [], 0, False)
+    counter = TokenCounter.for_model("", settings.default_encoding)
+    outcome = await _bounded_recall(
+        client,
+        identity=identity,
+        query=text,
+        config=RecallConfig.from_settings(settings),
+        counter=counter,
+        deadline=deadline,
+    )
+    block = relevant_memories_block(outcome.items)
+    return FallbackResult(
+        prepend_context=block,
+        memories=[item.to_proto(text) for item in outcome.items],
+        estimated_tokens=counter.count(block),
+        degraded=bool(outcome.degraded_reasons),
+    )
+
+
+async def _bounded_recall(
+    client: MemorySearch,
+    *,
+    identity: RequestIdentity,
+    query: str,
+    config: RecallConfig,
+    counter: TokenCounter,
+    deadline: float,
+) -> RecallOutcome:
+    try:
+        return await bounded(
+            recall_memories(
+                client,
+                tenant=identity.tenant,
+                agent_id=identity.agent_id,
+                query=query,
+                config=config,
+                counter=counter,
+                deadline=deadline,
+            ),
+            deadline,
+        )
+    except Exception as exc:
+        return RecallOutcome(query, degraded_reasons=[describe_failure("recall", exc)])

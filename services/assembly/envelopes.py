@@ -1,0 +1,88 @@
+"""Host messages as `TurnEnvelope`s, for the packet's `recent_raw_turns` (design §5.1)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+from contextengine.v1 import common_pb2, envelope_pb2
+
+from services.assembly.packing import Turn
+from shared.domain.identity import RequestIdentity
+
+_ROLES = {
+    common_pb2.MESSAGE_ROLE_USER: envelope_pb2.ENVELOPE_ROLE_USER,
+    common_pb2.MESSAGE_ROLE_ASSISTANT: envelope_pb2.ENVELOPE_ROLE_ASSISTANT,
+    common_pb2.MESSAGE_ROLE_TOOL_RESULT: envelope_pb2.ENVELOPE_ROLE_TOOL,
+    common_pb2.MESSAGE_ROLE_SYSTEM: envelope_pb2.ENVELOPE_ROLE_SYSTEM,
+}
+
+
+def _status(is_error: bool) -> envelope_pb2.ToolStatus.ValueType:
+    return envelope_pb2.TOOL_STATUS_ERROR if is_error else envelope_pb2.TOOL_STATUS_SUCCESS
+
+
+def _result_text(block: common_pb2.ToolResultBlock) -> str:
+    return "\n".join(inner.text.text for inner in block.content if inner.HasField("text"))
+
+
+def message_envelope(
+    message: common_pb2.ConversationMessage, sequence: int, identity: RequestIdentity
+) -> envelope_pb2.TurnEnvelope:
+    digest = hashlib.sha256(
+        f"{identity.buffer_key}\x1f{sequence}\x1f".encode() + message.SerializeToString(deterministic=True)
+    ).hexdigest()[:32]
+    envelope = envelope_pb2.TurnEnvelope(
+        turn_id=digest,
+        sequence=sequence,
+        role=_ROLES.get(message.role, envelope_pb2.ENVELOPE_ROLE_UNSPECIFIED),
+        host_message_id=message.id,
+        agent_id=identity.agent_id,
+        compaction_marker=envelope_pb2.CompactionMarker(source=envelope_pb2.COMPACTION_SOURCE_RAW),
+    )
+    if message.HasField("timestamp"):
+        envelope.timestamp.CopyFrom(message.timestamp)
+    for block in message.content:
+        if block.HasField("text"):
+            envelope.parts.add(text=envelope_pb2.TextPart(text=block.text.text))
+        elif block.HasField("tool_call"):
+            call = block.tool_call
+            envelope.parts.add(
+                tool_call=envelope_pb2.ToolCallPart(
+                    tool_call_id=call.id, tool_name=call.name, arguments=call.arguments
+                )
+            )
+            envelope.tool_calls.add(tool_call_id=call.id, tool_name=call.name, arguments=call.arguments)
+        elif block.HasField("tool_result"):
+            result = block.tool_result
+            value = (
+                common_pb2.JsonValue(json=result.details.json)
+                if result.details.json
+                else common_pb2.JsonValue()
+            )
+            text = _result_text(result)
+            envelope.parts.add(
+                tool_result=envelope_pb2.ToolResultPart(
+                    tool_call_id=result.tool_call_id,
+                    tool_name=result.tool_name,
+                    result=value,
+                    status=_status(result.is_error),
+                )
+            )
+            envelope.tool_results.add(
+                tool_call_id=result.tool_call_id,
+                tool_name=result.tool_name,
+                result=value,
+                status=_status(result.is_error),
+            )
+            if text:
+                envelope.parts.add(text=envelope_pb2.TextPart(text=text))
+    return envelope
+
+
+def turn_envelopes(turns: Sequence[Turn], identity: RequestIdentity) -> list[envelope_pb2.TurnEnvelope]:
+    return [
+        message_envelope(message, turn.start + offset, identity)
+        for turn in turns
+        for offset, message in enumerate(turn.messages)
+    ]

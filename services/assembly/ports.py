@@ -1,0 +1,55 @@
+"""The narrow slices of the OpenViking client that assembly uses (tests hand in local parts)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from shared.openviking.models.search import FindResult
+from shared.openviking.models.sessions import SessionContext
+from shared.openviking.tenant import Tenant
+
+
+class MemorySearch(Protocol):
+    async def find(
+        self,
+        tenant: Tenant,
+        query: str,
+        *,
+        target_uri: str | Sequence[str] | None = None,
+        limit: int | None = None,
+        score_threshold: float | None = None,
+        level: int | Sequence[int] | None = None,
+        tags: Sequence[str] | None = None,
+        read_content: bool | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        context_type: str | Sequence[str] | None = None,
+        deadline: float | None = None,
+    ) -> FindResult: ...
+
+    async def read(
+        self,
+        tenant: Tenant,
+        uri: str,
+        *,
+        offset: int = 0,
+        limit: int = -1,
+        raw: bool = False,
+        deadline: float | None = None,
+    ) -> str: ...
+
+
+class SessionContextReader(Protocol):
+    async def get_session_context(
+        self,
+        tenant: Tenant,
+        session_id: str,
+        *,
+        token_budget: int = 128_000,
+        deadline: float | None = None,
+    ) -> SessionContext: ...
+
+
+class AssemblyBackend(MemorySearch, SessionContextReader, Protocol):
+    """Everything assembly reads from OpenViking."""

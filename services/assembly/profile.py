@@ -1,0 +1,110 @@
+"""The stable profile: `profile.md` plus the user's preference memories, bounded."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from services.assembly.ports import MemorySearch
+from services.assembly.recall import (
+    USER_MEMORIES_URI,
+    agent_tag,
+    bounded,
+    describe_failure,
+    memory_line,
+    merge_candidates,
+    truncate_content,
+)
+from shared.errors import BackendNotFound
+from shared.openviking.tenant import Tenant
+from shared.tokens import TokenCounter
+
+PROFILE_URI = f"{USER_MEMORIES_URI}/profile.md"
+PREFERENCES_URI = f"{USER_MEMORIES_URI}/preferences"
+PREFERENCES_QUERY = "user preferences, habits and stable facts about the user"
+PROFILE_HEADER = "[User Profile]"
+PREFERENCES_HEADER = "[User Preferences]"
+MAX_PREFERENCES = 5
+
+
+@dataclass
+class StableProfile:
+    blocks: list[str] = field(default_factory=list)
+    uris: frozenset[str] = frozenset()
+    """Memories shown in the profile (recall leaves them out)."""
+    degraded_reasons: list[str] = field(default_factory=list)
+
+
+def _cut_to_tokens(text: str, counter: TokenCounter, max_tokens: int) -> str:
+    count = counter.count(text)
+    while count > max_tokens and text:
+        text = text[: int(len(text) * max_tokens / count * 0.95)].rstrip()
+        count = counter.count(text + "...")
+        if count <= max_tokens:
+            return text + "..."
+    return text
+
+
+async def load_stable_profile(
+    client: MemorySearch,
+    tenant: Tenant,
+    agent_id: str,
+    counter: TokenCounter,
+    *,
+    max_tokens: int,
+    max_item_chars: int,
+    deadline: float,
+) -> StableProfile:
+    """Profile blocks within `max_tokens`; a missing profile.md is simply absent."""
+    profile = StableProfile()
+    if max_tokens <= 0:
+        return profile
+    read, found = await asyncio.gather(
+        bounded(client.read(tenant, PROFILE_URI, deadline=deadline), deadline),
+        bounded(
+            client.find(
+                tenant,
+                PREFERENCES_QUERY,
+                target_uri=PREFERENCES_URI,
+                limit=MAX_PREFERENCES * 2,
+                score_threshold=0.0,
+                deadline=deadline,
+            ),
+            deadline,
+        ),
+        return_exceptions=True,
+    )
+    remaining = max_tokens
+    if isinstance(read, BaseException):
+        if not isinstance(read, Exception):
+            raise read
+        if not isinstance(read, BackendNotFound):
+            profile.degraded_reasons.append(describe_failure("profile.read", read))
+    elif read.strip():
+        block = _cut_to_tokens(f"{PROFILE_HEADER}\n{read.strip()}", counter, remaining)
+        remaining -= counter.count(block)
+        profile.blocks.append(block)
+    if isinstance(found, BaseException):
+        if not isinstance(found, Exception):
+            raise found
+        if not isinstance(found, BackendNotFound):
+            profile.degraded_reasons.append(describe_failure("profile.preferences", found))
+        return profile
+    candidates = [c for c in merge_candidates([found.memories], agent_id) if c.abstract.strip()]
+    # The agent's own preferences before the user's general ones.
+    candidates.sort(key=lambda c: (c.tags and agent_tag(agent_id) in c.tags, c.score), reverse=True)
+    lines: list[str] = []
+    uris: list[str] = []
+    remaining -= counter.count(PREFERENCES_HEADER) + 1
+    for candidate in candidates[:MAX_PREFERENCES]:
+        line = memory_line(candidate.category, truncate_content(candidate.abstract, max_item_chars))
+        cost = counter.count(line) + 1
+        if cost > remaining:
+            break
+        lines.append(line)
+        uris.append(candidate.uri)
+        remaining -= cost
+    if lines:
+        profile.blocks.append("\n".join([PREFERENCES_HEADER, *lines]))
+        profile.uris = frozenset(uris)
+    return profile

@@ -1,0 +1,105 @@
+"""The recall query: built from the newest user turns, skipped for greetings and near-empty input."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from contextengine.v1 import common_pb2
+
+from services.assembly.injection import is_engine_injected
+from shared.domain.messages import plain_text
+
+MIN_QUERY_CHARS = 5
+"""Latin text shorter than this (ignoring spaces and punctuation) is not worth a recall."""
+MIN_CJK_QUERY_CHARS = 2
+"""The same threshold for text containing CJK characters (denser per character)."""
+MAX_QUERY_CHARS = 2000
+"""Longest query sent to the embedder; the newest text is kept."""
+
+_RELEVANT_MEMORIES = re.compile(r"<relevant-memories>.*?</relevant-memories>", re.DOTALL | re.IGNORECASE)
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_GREETING_WORDS = frozenset(
+    {
+        "hi", "hello", "hey", "yo", "hiya", "howdy", "thanks", "thank", "you", "thx", "ty", "ok", "okay",
+        "k", "cool", "nice", "great", "good", "morning", "afternoon", "evening", "night", "bye", "goodbye",
+        "cheers", "sure", "yes", "no", "yep", "nope", "lol", "there", "all", "much", "so", "very",
+        "你好", "您好", "嗨", "哈喽", "谢谢", "多谢", "好的", "好", "嗯", "早上好", "晚上好",
+        "晚安", "再见", "拜拜", "收到", "明白", "可以", "行", "对", "是的", "哈哈",
+    }
+)  # fmt: skip
+_WORD = re.compile(r"[a-z]+|[\u4e00-\u9fff]+")
+
+
+@dataclass(frozen=True)
+class RecallQuery:
+    query: str
+    """Empty when recall is skipped."""
+    skip_reason: str
+    """Why recall is skipped (`empty`, `greeting`, `too_short`, `no_user_turn`); empty when it runs."""
+
+
+def sanitize_user_text(text: str) -> str:
+    """Text as recall sees it: injected `<relevant-memories>` blocks removed, whitespace collapsed."""
+    text = _RELEVANT_MEMORIES.sub(" ", text).replace("\x00", "")
+    return " ".join(text.split())
+
+
+def _significant(text: str) -> str:
+    return "".join(
+        ch for ch in text if not ch.isspace() and not unicodedata.category(ch).startswith(("P", "S"))
+    )
+
+
+def is_greeting(text: str) -> bool:
+    """True when every word is a greeting/acknowledgement word ("hi there", "thanks!", "你好")."""
+    words = _WORD.findall(text.lower())
+    return bool(words) and all(word in _GREETING_WORDS for word in words) and len(_significant(text)) <= 40
+
+
+def skip_reason_for(text: str) -> str:
+    """Why `text` (the newest user text) does not warrant a recall; "" when it does."""
+    significant = _significant(text)
+    if not significant:
+        return "empty"
+    if is_greeting(text):
+        return "greeting"
+    minimum = MIN_CJK_QUERY_CHARS if _CJK.search(significant) else MIN_QUERY_CHARS
+    if len(significant) < minimum:
+        return "too_short"
+    return ""
+
+
+def user_texts(messages: Sequence[common_pb2.ConversationMessage]) -> list[str]:
+    """Sanitized text of each host user message, oldest first (engine-injected ones excluded)."""
+    texts = []
+    for message in messages:
+        if message.role == common_pb2.MESSAGE_ROLE_USER and not is_engine_injected(message):
+            texts.append(sanitize_user_text(plain_text(message)))
+    return texts
+
+
+def recall_query_from_window(
+    messages: Sequence[common_pb2.ConversationMessage], window: int, prompt: str = ""
+) -> RecallQuery:
+    """The query from the newest `window` user turns (plus `prompt` when it is not yet among them).
+
+    The skip decision looks at the newest user text only: a greeting after a long discussion
+    does not trigger a recall. Older texts in the window give the query its topic.
+    """
+    texts = [t for t in user_texts(messages) if t]
+    prompt_text = sanitize_user_text(prompt)
+    if prompt_text and (not texts or texts[-1] != prompt_text):
+        texts.append(prompt_text)
+    if not texts:
+        return RecallQuery("", "no_user_turn")
+    reason = skip_reason_for(texts[-1])
+    if reason:
+        return RecallQuery("", reason)
+    window_texts = [t for t in texts[-window:] if not is_greeting(t)]
+    query = "\n".join(window_texts)
+    if len(query) > MAX_QUERY_CHARS:
+        query = query[-MAX_QUERY_CHARS:]
+    return RecallQuery(query, "")

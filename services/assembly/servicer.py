@@ -1,0 +1,115 @@
+"""`AssemblyService`: validate the request, call the logic, build the response."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from contextengine.v1 import assembly_pb2, assembly_pb2_grpc, common_pb2
+from grpc import aio
+
+from services.assembly.assemble import (
+    assemble_context,
+    recall_fallback_block,
+    recall_for_tool,
+    retrieval_deadline,
+)
+from services.assembly.ports import AssemblyBackend
+from services.assembly.summaries import SummarySource
+from shared.config import Settings
+from shared.domain.identity import RequestIdentity, parse_identity
+from shared.domain.messages import MAX_TEXT_CHARS, validate_messages
+from shared.errors import FailedPrecondition, InvalidArgument
+
+MAX_RECALL_LIMIT = 100
+
+Context = aio.ServicerContext[Any, Any]
+
+
+class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
+    def __init__(self, settings: Settings, backend: AssemblyBackend, summaries: SummarySource) -> None:
+        self._settings = settings
+        self._backend = backend
+        self._summaries = summaries
+
+    def _identity(self, identity: common_pb2.Identity, *, session_required: bool) -> RequestIdentity:
+        return parse_identity(
+            identity,
+            default_agent_id=self._settings.agent_id,
+            default_account_id=self._settings.default_account_id,
+            session_required=session_required,
+        )
+
+    def _deadline(self, context: Context) -> float:
+        return retrieval_deadline(
+            time.monotonic(), context.time_remaining(), self._settings.recall_timeout_ms
+        )
+
+    async def Assemble(  # noqa: N802 - gRPC method name
+        self, request: assembly_pb2.AssembleRequest, context: Context
+    ) -> assembly_pb2.AssembleResponse:
+        identity = self._identity(request.identity, session_required=True)
+        if request.token_budget < 0:
+            raise InvalidArgument("token_budget", "must be >= 0 (0 means the configured default)")
+        if len(request.prompt) > MAX_TEXT_CHARS:
+            raise InvalidArgument("prompt", f"is longer than {MAX_TEXT_CHARS} characters")
+        validate_messages(request.messages)
+        result = await assemble_context(
+            self._backend,
+            self._summaries,
+            self._settings,
+            identity,
+            request.messages,
+            token_budget=request.token_budget,
+            model=request.model,
+            prompt=request.prompt,
+            deadline=self._deadline(context),
+        )
+        return assembly_pb2.AssembleResponse(
+            messages=result.messages,
+            estimated_tokens=result.estimated_tokens,
+            system_prompt_addition=result.system_prompt_addition,
+            packet=result.packet,
+        )
+
+    async def RecallMemories(  # noqa: N802 - gRPC method name
+        self, request: assembly_pb2.RecallMemoriesRequest, context: Context
+    ) -> assembly_pb2.RecallMemoriesResponse:
+        identity = self._identity(request.identity, session_required=False)
+        if not request.query.strip():
+            raise InvalidArgument("query", "is required")
+        if len(request.query) > MAX_TEXT_CHARS:
+            raise InvalidArgument("query", f"is longer than {MAX_TEXT_CHARS} characters")
+        if not 0 <= request.limit <= MAX_RECALL_LIMIT:
+            raise InvalidArgument("limit", f"must be between 0 and {MAX_RECALL_LIMIT} (0 means recallLimit)")
+        result = await recall_for_tool(
+            self._backend,
+            self._settings,
+            identity,
+            request.query,
+            limit=request.limit,
+            deadline=self._deadline(context),
+        )
+        return assembly_pb2.RecallMemoriesResponse(
+            memories=result.memories,
+            tool_result=common_pb2.JsonValue(json=result.tool_result_json),
+            degraded=result.degraded,
+        )
+
+    async def RecallFallback(  # noqa: N802 - gRPC method name
+        self, request: assembly_pb2.RecallFallbackRequest, context: Context
+    ) -> assembly_pb2.RecallFallbackResponse:
+        if not self._settings.fallback_recall_enabled:
+            raise FailedPrecondition("fallback recall is disabled (fallbackRecallEnabled=false)")
+        identity = self._identity(request.identity, session_required=False)
+        if len(request.prompt) > MAX_TEXT_CHARS:
+            raise InvalidArgument("prompt", f"is longer than {MAX_TEXT_CHARS} characters")
+        result = await recall_fallback_block(
+            self._backend, self._settings, identity, request.prompt, deadline=self._deadline(context)
+        )
+        return assembly_pb2.RecallFallbackResponse(
+            prepend_context=result.prepend_context,
+            memories=result.memories,
+            estimated_tokens=result.estimated_tokens,
+            degraded=result.degraded,
+        )

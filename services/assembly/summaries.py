@@ -1,0 +1,64 @@
+"""Where the latest compact summaries of a stream come from.
+
+`SummarySource` is the narrow seam; `OpenVikingSessionSummaries` reads the
+`latest_archive_overview` of the stream's OpenViking session(s) from `GET /sessions/{id}/context`.
+Which OpenViking sessions belong to a stream is decided by capture's stream state; until that is
+wired in, a resolver function is passed in (default: the stream id).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Protocol
+
+from contextengine.v1 import packet_pb2
+
+from services.assembly.ports import SessionContextReader
+from shared.domain.identity import RequestIdentity
+from shared.errors import BackendNotFound
+
+SessionIdResolver = Callable[[RequestIdentity, float], Awaitable[Sequence[str]]]
+"""(identity, deadline) -> the stream's OpenViking session ids, oldest first."""
+
+OVERVIEW_TOKEN_BUDGET = 8000
+"""token_budget passed to OpenViking so that the overview is never dropped for lack of room."""
+
+
+class SummarySource(Protocol):
+    async def latest_summaries(
+        self, identity: RequestIdentity, deadline: float
+    ) -> list[packet_pb2.CompactSummary]: ...
+
+
+async def stream_id_sessions(identity: RequestIdentity, deadline: float) -> Sequence[str]:
+    """Default resolver: one OpenViking session per stream, named by the stream id."""
+    return [identity.stream_id]
+
+
+class OpenVikingSessionSummaries:
+    """Archive overviews of the stream's OpenViking sessions; a missing session has none."""
+
+    def __init__(self, client: SessionContextReader, resolve: SessionIdResolver = stream_id_sessions) -> None:
+        self._client = client
+        self._resolve = resolve
+
+    async def latest_summaries(
+        self, identity: RequestIdentity, deadline: float
+    ) -> list[packet_pb2.CompactSummary]:
+        summaries: list[packet_pb2.CompactSummary] = []
+        for session_id in await self._resolve(identity, deadline):
+            try:
+                context = await self._client.get_session_context(
+                    identity.tenant, session_id, token_budget=OVERVIEW_TOKEN_BUDGET, deadline=deadline
+                )
+            except BackendNotFound:
+                continue
+            overview = context.latest_archive_overview.strip()
+            if overview:
+                summaries.append(
+                    packet_pb2.CompactSummary(
+                        session_uri=f"viking://user/{identity.tenant.user_id}/sessions/{session_id}",
+                        overview=overview,
+                    )
+                )
+        return summaries

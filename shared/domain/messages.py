@@ -1,0 +1,174 @@
+"""Host conversation messages: validation at the edge and the plain-text views the engine needs.
+
+Used by every service that receives `ConversationMessage`s (assembly, capture). Errors name the
+offending field as a dotted path, e.g. `messages[3].content[0].tool_result.tool_call_id`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from contextengine.v1 import common_pb2
+
+from shared.errors import InvalidArgument
+
+MAX_MESSAGES = 20_000
+"""Most messages one request may carry."""
+MAX_TEXT_CHARS = 2_000_000
+"""Longest single text, thinking or JSON field."""
+MAX_ID_CHARS = 512
+"""Longest message or tool-call id."""
+
+_ROLES = frozenset(
+    {
+        common_pb2.MESSAGE_ROLE_USER,
+        common_pb2.MESSAGE_ROLE_ASSISTANT,
+        common_pb2.MESSAGE_ROLE_TOOL_RESULT,
+        common_pb2.MESSAGE_ROLE_SYSTEM,
+    }
+)
+
+
+def _check_size(value: str, field: str) -> None:
+    if len(value) > MAX_TEXT_CHARS:
+        raise InvalidArgument(field, f"is longer than {MAX_TEXT_CHARS} characters")
+
+
+def _check_json(value: common_pb2.JsonValue, field: str, *, require_object: bool = False) -> None:
+    if not value.json:
+        return
+    _check_size(value.json, field)
+    try:
+        parsed = json.loads(value.json)
+    except ValueError as exc:
+        raise InvalidArgument(field, f"is not valid JSON ({exc.args[0] if exc.args else exc})") from None
+    if require_object and not isinstance(parsed, dict):
+        raise InvalidArgument(field, "must be a JSON object")
+
+
+def _check_plain_block(block: common_pb2.ContentBlock, field: str) -> None:
+    """Blocks allowed inside a tool result: text and images."""
+    kind = block.WhichOneof("block")
+    if kind == "text":
+        _check_size(block.text.text, f"{field}.text.text")
+    elif kind == "image":
+        if not block.image.uri:
+            raise InvalidArgument(f"{field}.image.uri", "is required")
+        _check_size(block.image.uri, f"{field}.image.uri")
+    elif kind is None:
+        raise InvalidArgument(field, "is empty (set one of text, image)")
+    else:
+        raise InvalidArgument(field, f"{kind} is not allowed inside a tool result")
+
+
+def validate_messages(messages: Sequence[common_pb2.ConversationMessage], field: str = "messages") -> None:
+    """Raise `InvalidArgument` naming the first malformed message field.
+
+    Rules: a known role; every content block set; tool calls only in assistant messages, with
+    an id and a name; a TOOL_RESULT message holds exactly one tool_result block whose
+    tool_call_id matches an earlier assistant tool call; JSON fields parse; sizes bounded.
+    """
+    if len(messages) > MAX_MESSAGES:
+        raise InvalidArgument(field, f"has more than {MAX_MESSAGES} messages")
+    seen_calls: set[str] = set()
+    for i, message in enumerate(messages):
+        at = f"{field}[{i}]"
+        if message.role not in _ROLES:
+            raise InvalidArgument(f"{at}.role", "must be USER, ASSISTANT, TOOL_RESULT or SYSTEM")
+        if len(message.id) > MAX_ID_CHARS:
+            raise InvalidArgument(f"{at}.id", f"is longer than {MAX_ID_CHARS} characters")
+        _check_json(message.host_fields, f"{at}.host_fields.json", require_object=True)
+        if message.role == common_pb2.MESSAGE_ROLE_TOOL_RESULT:
+            _validate_tool_result_message(message, at, seen_calls)
+            continue
+        for j, block in enumerate(message.content):
+            _validate_block(block, message.role, f"{at}.content[{j}]", seen_calls)
+
+
+def _validate_block(
+    block: common_pb2.ContentBlock, role: common_pb2.MessageRole.ValueType, where: str, seen_calls: set[str]
+) -> None:
+    kind = block.WhichOneof("block")
+    if kind == "tool_call":
+        if role != common_pb2.MESSAGE_ROLE_ASSISTANT:
+            raise InvalidArgument(where, "tool_call blocks are only allowed in ASSISTANT messages")
+        call = block.tool_call
+        if not call.id:
+            raise InvalidArgument(f"{where}.tool_call.id", "is required")
+        if len(call.id) > MAX_ID_CHARS:
+            raise InvalidArgument(f"{where}.tool_call.id", f"is longer than {MAX_ID_CHARS} characters")
+        if not call.name:
+            raise InvalidArgument(f"{where}.tool_call.name", "is required")
+        _check_json(call.arguments, f"{where}.tool_call.arguments.json")
+        seen_calls.add(call.id)
+    elif kind == "tool_result":
+        raise InvalidArgument(where, "tool_result blocks are only allowed in TOOL_RESULT messages")
+    elif kind == "thinking":
+        _check_size(block.thinking.thinking, f"{where}.thinking.thinking")
+    else:
+        _check_plain_block(block, where)
+
+
+def _validate_tool_result_message(
+    message: common_pb2.ConversationMessage, at: str, seen_calls: set[str]
+) -> None:
+    results = [j for j, block in enumerate(message.content) if block.WhichOneof("block") == "tool_result"]
+    if len(message.content) != 1 or len(results) != 1:
+        raise InvalidArgument(
+            f"{at}.content", "a TOOL_RESULT message must hold exactly one tool_result block"
+        )
+    where = f"{at}.content[0].tool_result"
+    result = message.content[0].tool_result
+    if not result.tool_call_id:
+        raise InvalidArgument(f"{where}.tool_call_id", "is required")
+    if result.tool_call_id not in seen_calls:
+        raise InvalidArgument(f"{where}.tool_call_id", "does not match an earlier assistant tool call")
+    _check_json(result.details, f"{where}.details.json")
+    for k, block in enumerate(result.content):
+        _check_plain_block(block, f"{where}.content[{k}]")
+
+
+def message_texts(message: common_pb2.ConversationMessage) -> list[str]:
+    """Every piece of text a model would read from `message` (for token counting)."""
+    texts: list[str] = []
+    for block in message.content:
+        kind = block.WhichOneof("block")
+        if kind == "text":
+            texts.append(block.text.text)
+        elif kind == "thinking":
+            texts.append(block.thinking.thinking)
+        elif kind == "tool_call":
+            texts.extend((block.tool_call.name, block.tool_call.arguments.json))
+        elif kind == "tool_result":
+            texts.append(block.tool_result.tool_name)
+            texts.extend(inner.text.text for inner in block.tool_result.content if inner.HasField("text"))
+    return texts
+
+
+def image_count(message: common_pb2.ConversationMessage) -> int:
+    """Image blocks in `message`, including those inside tool results."""
+    count = 0
+    for block in message.content:
+        if block.HasField("image"):
+            count += 1
+        elif block.HasField("tool_result"):
+            count += sum(1 for inner in block.tool_result.content if inner.HasField("image"))
+    return count
+
+
+def plain_text(message: common_pb2.ConversationMessage) -> str:
+    """The message's text blocks joined by newlines (no thinking, tool calls or results)."""
+    return "\n".join(block.text.text for block in message.content if block.HasField("text"))
+
+
+def tool_call_ids(message: common_pb2.ConversationMessage) -> list[str]:
+    return [block.tool_call.id for block in message.content if block.HasField("tool_call")]
+
+
+def tool_result_call_id(message: common_pb2.ConversationMessage) -> str:
+    """The tool_call_id a TOOL_RESULT message answers ("" for other messages)."""
+    for block in message.content:
+        if block.HasField("tool_result"):
+            return block.tool_result.tool_call_id
+    return ""
