@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+import httpx
 from grpc import aio
 
 from shared.config import Settings
@@ -35,7 +36,9 @@ def openviking_auth(settings: Settings) -> AuthStrategy:
 
 
 def build_openviking_client(
-    settings: Settings, header_providers: Sequence[HeaderProvider] = ()
+    settings: Settings,
+    header_providers: Sequence[HeaderProvider] = (),
+    http_transport: httpx.AsyncBaseTransport | None = None,
 ) -> OpenVikingClient:
     return OpenVikingClient(
         settings.base_url,
@@ -46,4 +49,5 @@ def build_openviking_client(
             search=settings.openviking_timeout_seconds,
         ),
         header_providers=header_providers,
+        http_transport=http_transport,
     )

@@ -17,6 +17,14 @@ from shared.config import Settings, load_settings
 from shared.errors import ConfigurationError
 from shared.runtime.context import ServiceContext, build_openviking_client
 from shared.runtime.server import ServiceHost, ServiceSpec, run_until_signalled
+from shared.telemetry import (
+    OpenVikingTracingTransport,
+    TracingServerInterceptor,
+    client_interceptors,
+    install_log_correlation,
+    setup_telemetry,
+    trace_headers,
+)
 from shared.tokens import ensure_offline_tiktoken
 
 log = logging.getLogger("contextengine")
@@ -40,10 +48,18 @@ def selected_services(service: str) -> Sequence[str]:
     return SERVICE_NAMES if service == "all" else (service,)
 
 
+def telemetry_service_name(service: str) -> str:
+    """`service.name` default: `contextengine-<service>`, `contextengine` for all three."""
+    return "contextengine" if service == "all" else f"contextengine-{service}"
+
+
 async def start_host(settings: Settings, service: str, port: int | None = None) -> ServiceHost:
     """Build and start the host for `service` ("all" for the three); returns it running."""
     ensure_offline_tiktoken()
-    openviking = build_openviking_client(settings)
+    telemetry = setup_telemetry(telemetry_service_name(service))
+    openviking = build_openviking_client(
+        settings, header_providers=[trace_headers], http_transport=OpenVikingTracingTransport()
+    )
     host_ref: list[ServiceHost] = []
 
     def compaction_target() -> str:
@@ -53,10 +69,20 @@ async def start_host(settings: Settings, service: str, port: int | None = None) 
             return host_ref[0].address
         raise ConfigurationError(["compactionTarget: required when capture runs without compaction"])
 
-    context = ServiceContext(settings=settings, openviking=openviking, compaction_target=compaction_target)
+    context = ServiceContext(
+        settings=settings,
+        openviking=openviking,
+        compaction_target=compaction_target,
+        client_interceptors=client_interceptors(),
+    )
     builders = _builders()
     specs = [builders[name](context) for name in selected_services(service)]
-    host = ServiceHost(settings, specs, closers=[openviking.aclose])
+    host = ServiceHost(
+        settings,
+        specs,
+        closers=[openviking.aclose, telemetry.ashutdown],
+        extra_interceptors=[TracingServerInterceptor()],
+    )
     host_ref.append(host)
     await host.start(port)
     return host
@@ -74,7 +100,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--config", type=Path, default=None, help="JSON config file (plugin keys)")
     parser.add_argument("--port", type=int, default=None, help="gRPC port (default: grpcPort)")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.basicConfig(level=logging.INFO)
+    install_log_correlation()
     try:
         settings = load_settings(args.config)
     except ConfigurationError as exc:
