@@ -35,6 +35,8 @@ def split_turns(messages: Sequence[common_pb2.ConversationMessage]) -> list[Turn
     A tool result whose call sits in an earlier turn merges the turns in between, so a call
     and its result always land in the same turn.
     """
+    if not messages:
+        return []
     bounds: list[int] = []
     call_turn: dict[str, int] = {}
     for index, message in enumerate(messages):

@@ -1,0 +1,164 @@
+from __future__ import annotations
+
+import time
+
+from contextengine.v1 import packet_pb2
+
+from services.assembly.recall import (
+    Candidate,
+    RecallConfig,
+    RecalledItem,
+    agent_tag,
+    category_of,
+    fit_token_budget,
+    memory_line,
+    merge_candidates,
+    query_tokens,
+    rank_score,
+    recall_memories,
+    select_candidates,
+    truncate_content,
+)
+from shared.tokens import TokenCounter
+from tests.assembly.helpers import TENANT, FakeBackend, hit
+
+M = "viking://user/alice/memories"
+COUNTER = TokenCounter("o200k_base")
+
+
+def cand(uri: str, score: float, abstract: str = "", category: str = "") -> Candidate:
+    return Candidate(
+        uri=uri,
+        abstract=abstract or uri,
+        score=score,
+        level=2,
+        category=category or category_of(uri),
+        scope=packet_pb2.MEMORY_SCOPE_USER,
+    )
+
+
+def config(**overrides: object) -> RecallConfig:
+    values: dict[str, object] = {
+        "limit": 6,
+        "score_threshold": 0.15,
+        "max_content_chars": 500,
+        "prefer_abstract": True,
+        "token_budget": 2000,
+    }
+    values.update(overrides)
+    return RecallConfig(**values)  # type: ignore[arg-type]
+
+
+def test_category_and_agent_tag() -> None:
+    assert category_of(f"{M}/preferences/editor.md") == "preferences"
+    assert category_of(f"{M}/profile.md") == "profile"
+    assert category_of("viking://resources/x") == "memory"
+    assert agent_tag("Main-Bot") == "agent=main-bot"
+    assert config(limit=2).candidate_limit == 20 and config(limit=7).candidate_limit == 28
+
+
+def test_merge_dedupes_by_uri_keeps_level2_and_filters_other_agents() -> None:
+    merged = merge_candidates(
+        [
+            [hit(f"{M}/a.md", 0.9, tags=["agent=main"]), hit(f"{M}/dir", 0.99, level=1)],
+            [hit(f"{M}/a.md", 0.5), hit(f"{M}/b.md", 0.4), hit(f"{M}/c.md", 0.8, tags=["agent=other"])],
+        ],
+        "Main",
+    )
+    assert [(c.uri, c.score, c.scope) for c in merged] == [
+        (f"{M}/a.md", 0.9, packet_pb2.MEMORY_SCOPE_AGENT),
+        (f"{M}/b.md", 0.4, packet_pb2.MEMORY_SCOPE_USER),
+    ]
+    assert merge_candidates([[hit(f"{M}/x.md", 1.7)]], "main")[0].score == 1.0
+
+
+def test_select_threshold_abstract_dedupe_events_by_uri_and_cap() -> None:
+    cands = [
+        cand(f"{M}/preferences/a.md", 0.5, "Likes  TEA"),
+        cand(f"{M}/preferences/b.md", 0.6, "likes tea"),
+        cand(f"{M}/events/e1.md", 0.7, "meeting"),
+        cand(f"{M}/events/e2.md", 0.65, "meeting"),
+        cand(f"{M}/entities/low.md", 0.1, "low"),
+    ]
+    kept = select_candidates(cands, 0.15, 20)
+    assert [c.uri.rsplit("/", 1)[1] for c in kept] == ["e1.md", "e2.md", "b.md"]
+    assert len(select_candidates(cands, 0.0, 2)) == 2
+
+
+def test_rank_formula() -> None:
+    pref = cand(f"{M}/preferences/editor.md", 0.5, "prefers vim editor")
+    # leaf 0.12 + preference 0.08 + overlap: tokens [favorite, editor] -> 1 matched of 2 -> 0.1
+    assert abs(rank_score(pref, "my favorite editor") - (0.5 + 0.12 + 0.08 + 0.1)) < 1e-9
+    event = cand(f"{M}/events/trip.md", 0.5, "trip to paris")
+    assert abs(rank_score(event, "when was the trip") - (0.5 + 0.12 + 0.10 + 0.2)) < 1e-9
+    assert abs(rank_score(event, "???") - 0.62) < 1e-9
+    assert query_tokens("The the Quick brown fox and a b c d e f g h i j k") == [
+        "quick",
+        "brown",
+        "fox",
+    ]
+    assert len(query_tokens(" ".join(f"w{i}x" for i in range(20)))) == 8
+
+
+def test_truncation() -> None:
+    assert truncate_content("  short  ", 10) == "short"
+    cut = truncate_content("x" * 50, 20)
+    assert cut == "x" * 17 + "..." and len(cut) == 20
+
+
+def test_token_budget_counts_real_tokens_and_always_keeps_first() -> None:
+    items = [RecalledItem(cand(f"{M}/n/{i}.md", 0.9), 1.0, "word " * 100) for i in range(5)]
+    line_tokens = COUNTER.count(memory_line("n", "word " * 100))
+    kept = fit_token_budget(items, COUNTER, line_tokens * 2 + 1)
+    assert len(kept) == 2 and all(i.tokens == line_tokens for i in kept)
+    assert len(fit_token_budget(items, COUNTER, 1)) == 1
+
+
+async def test_recall_end_to_end_with_local_backend() -> None:
+    backend = FakeBackend(
+        user_hits=[
+            hit(f"{M}/preferences/editor.md", 0.8, "User prefers vim"),
+            hit(f"{M}/entities/cat.md", 0.3, "User has a cat named Tom"),
+            hit(f"{M}/entities/x.md", 0.05, "irrelevant"),
+            hit(f"{M}/entities/other.md", 0.9, "other agent memory", tags=["agent=else"]),
+        ],
+        agent_hits=[hit(f"{M}/notes/main.md", 0.7, "", tags=["agent=main"])],
+        files={f"{M}/notes/main.md": "body " * 300},
+    )
+    outcome = await recall_memories(
+        backend,
+        tenant=TENANT,
+        agent_id="main",
+        query="which editor do I prefer",
+        config=config(max_content_chars=100),
+        counter=COUNTER,
+        deadline=time.monotonic() + 5,
+    )
+    assert outcome.degraded_reasons == []
+    uris = [i.candidate.uri.rsplit("/", 1)[1] for i in outcome.items]
+    assert uris == ["editor.md", "main.md", "cat.md"]
+    assert backend.finds[1]["tags"] == ["agent=main"] and backend.finds[0]["limit"] == 24
+    notes = outcome.items[1]
+    # Empty abstract -> the L2 body is read and truncated.
+    assert (
+        backend.reads == [f"{M}/notes/main.md"]
+        and len(notes.content) == 100
+        and notes.content.endswith("...")
+    )
+
+
+async def test_recall_degrades_per_pass_and_on_timeout() -> None:
+    backend = FakeBackend(down=True)
+    outcome = await recall_memories(
+        backend, tenant=TENANT, agent_id="main", query="q words", config=config(), counter=COUNTER,
+        deadline=time.monotonic() + 5,
+    )  # fmt: skip
+    assert outcome.items == [] and len(outcome.degraded_reasons) == 2
+    slow = FakeBackend(user_hits=[hit(f"{M}/a.md", 0.9)], delay=1.0)
+    started = time.monotonic()
+    outcome = await recall_memories(
+        slow, tenant=TENANT, agent_id="main", query="q words", config=config(), counter=COUNTER,
+        deadline=time.monotonic() + 0.1,
+    )  # fmt: skip
+    assert time.monotonic() - started < 0.5
+    assert outcome.items == [] and all("timed out" in r for r in outcome.degraded_reasons)
