@@ -81,8 +81,29 @@ done
 
 step "4/6 invariants (k8s/tests/check_invariants.py)"
 for file in "${rendered[@]}"; do
-  "$TOOLS/k8s/bin/python" k8s/tests/check_invariants.py --overlay "$(basename "$file" .yaml)" "$file"
+  name=$(basename "$file" .yaml)
+  "$TOOLS/k8s/bin/python" k8s/tests/check_invariants.py --overlay "$name" \
+    --export-settings "$OUT/settings/$name" "$file"
 done
+# The engine's own settings loader must accept what the pods would get (config file + env).
+PY=.venv/bin/python
+[[ -x $PY ]] || PY=$PYTHON
+if "$PY" -c "import shared.config" 2>/dev/null; then
+  "$PY" - "$OUT/settings" <<'PY'
+import json, sys
+from pathlib import Path
+from shared.config import load_settings
+checked = 0
+for config in sorted(Path(sys.argv[1]).glob("*/*.config.json")):
+    env = json.loads(config.with_name(config.name.replace(".config.json", ".env.json")).read_text())
+    settings = load_settings(path=config, environ=env)
+    checked += 1
+    assert settings.mode == "remote" and settings.grpc_host == "0.0.0.0", config
+print(f"  settings: {checked} (overlay, service) configs accepted by shared.config.load_settings")
+PY
+else
+  echo "  settings: shared.config not importable with $PY; skipped (run make install first)"
+fi
 
 step "5/6 checkov (kubernetes + dockerfile) and hadolint"
 checkov_args=()

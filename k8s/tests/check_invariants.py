@@ -202,12 +202,35 @@ class Checker:
         return self.errors
 
 
+def export_settings(docs: list[Manifest], directory: Path) -> None:
+    """Write, per gRPC service, the engine config file and the literal CONTEXT_ENGINE_* env values
+    the pod would see, so the project's own settings loader can validate them (check-k8s.sh)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for name in GRPC_SERVICES:
+        deployment = next(d for d in docs if d["kind"] == "Deployment" and d["metadata"]["name"] == name)
+        spec = deployment["spec"]["template"]["spec"]
+        config_map_name = next(v["configMap"]["name"] for v in spec["volumes"] if "configMap" in v)
+        config_map = next(
+            d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == config_map_name
+        )
+        env = {
+            key: (value if isinstance(value, str) else "secret-from-kubernetes")
+            for key, value in env_map(spec["containers"][0]).items()
+            if key.startswith("CONTEXT_ENGINE_") and key != "CONTEXT_ENGINE_CONFIG"
+        }
+        (directory / f"{name}.config.json").write_text(config_map["data"]["config.json"], encoding="utf-8")
+        (directory / f"{name}.env.json").write_text(json.dumps(env, indent=2), encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--overlay", required=True)
+    parser.add_argument("--export-settings", type=Path, help="directory for per-service settings inputs")
     parser.add_argument("rendered", type=Path)
     args = parser.parse_args(argv)
     docs = [d for d in yaml.safe_load_all(args.rendered.read_text(encoding="utf-8")) if d]
+    if args.export_settings is not None:
+        export_settings(docs, args.export_settings)
     checker = Checker(docs, args.overlay)
     errors = checker.run()
     for error in errors:
