@@ -1,0 +1,264 @@
+"""memory_expand (design §6.2): from a summary, checkpoint or memory back to the raw turns.
+
+Accepted references:
+- a checkpoint id (`cp-...`);
+- an archive (summary) URI `viking://user/<me>/sessions/<id>/history/archive_NNN[/...]`, or a
+  session URI `viking://user/<me>/sessions/<id>` (also `viking://~/...`, `viking://session/<id>`);
+- a memory URI under `viking://user/<me>/memories/...` (or `.../peers/<p>/memories/...`), traced
+  through the provenance document written when its compaction was finalised.
+
+Turns come from the archive's `messages.jsonl`, which OpenViking keeps for completed and failed
+archives alike. With a query, turns are ranked by word overlap with it; a memory without a query
+is ranked by overlap with the memory's own text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from contextengine.v1 import compaction_pb2
+
+from services.compaction.transcript import session_turns
+from shared.domain.checkpoints import (
+    CheckpointRecord,
+    CheckpointStore,
+    Status,
+    archive_messages_uri,
+    is_checkpoint_id,
+    read_archive_turns,
+    session_uri,
+)
+from shared.domain.documents import DocumentStore
+from shared.domain.envelope import PersistedTurn, texts_of, turn_envelope
+from shared.domain.identity import RequestIdentity
+from shared.domain.stream_state import StreamState, StreamStateStore
+from shared.errors import BackendNotFound, InvalidArgument, NotFound, PermissionDenied
+from shared.openviking.client import OpenVikingClient
+from shared.openviking.tenant import Tenant
+
+FIELD = "summary_or_memory_uri"
+_SCHEME = "viking://"
+_ENGINE_SESSION = re.compile(r"^ce-([0-9a-f]{20})-g\d+$")
+_ARCHIVE = re.compile(r"^archive_\d+$")
+_WORD = re.compile(r"[a-z0-9]+")
+_STOPWORDS = frozenset(
+    "a an the to in on my for of with and or use using that this it is i we you be are was "  # noqa: SIM905
+    "do did what which how me your our at as by from".split()
+)
+
+
+def words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if len(w) > 1 and w not in _STOPWORDS}
+
+
+def overlap_score(query_words: set[str], text: str) -> float:
+    """Share of the query's words that the text contains (0..1)."""
+    if not query_words:
+        return 0.0
+    return len(query_words & words(text)) / len(query_words)
+
+
+@dataclass(frozen=True)
+class Reference:
+    kind: str
+    """"checkpoint", "session", "archive" or "memory"."""
+    uri: str
+    """Canonical URI (`viking://user/<me>/...`), or the checkpoint id."""
+    session_id: str = ""
+    archive_uri: str = ""
+
+
+def parse_reference(raw: str, tenant: Tenant) -> Reference:
+    """Validate and canonicalise the reference; errors name the request field."""
+    value = raw.strip()
+    if not value:
+        raise InvalidArgument(FIELD, "is required")
+    if is_checkpoint_id(value):
+        return Reference("checkpoint", value)
+    if not value.startswith(_SCHEME):
+        raise InvalidArgument(FIELD, "must be a viking:// URI or a checkpoint id")
+    path = value[len(_SCHEME) :].rstrip("/")
+    segments = path.split("/")
+    if any(not s or s in (".", "..") or re.search(r"\s", s) for s in segments):
+        raise InvalidArgument(FIELD, "is not a well-formed viking:// URI")
+    if segments[0] == "~":
+        segments = ["user", tenant.user_id, *segments[1:]]
+    elif segments[0] == "session" and len(segments) >= 2:
+        segments = ["user", tenant.user_id, "sessions", *segments[1:]]
+    if segments[0] != "user" or len(segments) < 3:
+        raise NotFound(f"{value} is not a session, summary or memory URI in your space")
+    if segments[1] != tenant.user_id:
+        raise PermissionDenied(f"{value} belongs to another user")
+    canonical = "viking://" + "/".join(segments)
+    rest = segments[2:]
+    if rest[0] == "sessions" and len(rest) >= 2:
+        session_id = rest[1]
+        base = session_uri(tenant, session_id)
+        if len(rest) >= 4 and rest[2] == "history" and _ARCHIVE.match(rest[3]):
+            return Reference("archive", canonical, session_id, f"{base}/history/{rest[3]}")
+        return Reference("session", canonical, session_id)
+    if "memories" in rest and (rest[0] == "memories" or rest[0] == "peers"):
+        return Reference("memory", canonical)
+    raise NotFound(f"{value} is not a session, summary or memory URI")
+
+
+@dataclass
+class Source:
+    """One archive whose turns are candidates, and where it came from."""
+
+    session_id: str
+    archive_uri: str
+    agent_id: str
+    checkpoint: CheckpointRecord | None = None
+    turn_ids: set[str] = field(default_factory=set)
+
+
+class Expander:
+    def __init__(self, openviking: OpenVikingClient, max_results: int) -> None:
+        self._ov = openviking
+        self._max_results = max_results
+        documents = DocumentStore(openviking)
+        self._documents = documents
+        self._checkpoints = CheckpointStore(documents)
+
+    def check_limit(self, limit: int) -> int:
+        if limit == 0:
+            return self._max_results
+        if limit < 0 or limit > self._max_results:
+            raise InvalidArgument("limit", f"must be between 1 and {self._max_results} (0 = default)")
+        return limit
+
+    async def _stream_state(self, tenant: Tenant, stream_id: str, deadline: float) -> StreamState | None:
+        stored = await self._documents.read(tenant, StreamStateStore.uri(stream_id), deadline=deadline)
+        return StreamState.model_validate(stored.data) if stored else None
+
+    async def _checkpoints_of_session(
+        self, tenant: Tenant, session_id: str, deadline: float
+    ) -> list[CheckpointRecord]:
+        match = _ENGINE_SESSION.match(session_id)
+        if match is None:
+            return []
+        state = await self._stream_state(tenant, match[1], deadline)
+        if state is None:
+            return []
+        records = []
+        for checkpoint_id in state.checkpoint_ids:
+            record = await self._checkpoints.read(tenant, checkpoint_id, deadline=deadline)
+            if record is not None and record.session_id == session_id and record.archive_uri:
+                records.append(record)
+        return records
+
+    def _source(self, record: CheckpointRecord, identity: RequestIdentity) -> Source:
+        return Source(record.session_id, record.archive_uri, record.agent_id or identity.agent_id, record)
+
+    async def _sources(
+        self, identity: RequestIdentity, ref: Reference, deadline: float
+    ) -> tuple[list[Source], str]:
+        """The archives to expand and the fallback query text (a memory's own content)."""
+        tenant = identity.tenant
+        if ref.kind == "checkpoint":
+            record = await self._checkpoints.read(tenant, ref.uri, deadline=deadline)
+            if record is None or not record.archive_uri:
+                raise NotFound(f"checkpoint {ref.uri} not found")
+            return [self._source(record, identity)], ""
+        if ref.kind in ("session", "archive"):
+            records = await self._checkpoints_of_session(tenant, ref.session_id, deadline)
+            if ref.kind == "archive":
+                records = [r for r in records if r.archive_uri == ref.archive_uri]
+                if not records:  # not an engine checkpoint: the archive itself is still readable
+                    return [Source(ref.session_id, ref.archive_uri, identity.agent_id)], ""
+            if not records:
+                return [Source(ref.session_id, "", identity.agent_id)], ""
+            return [self._source(r, identity) for r in records], ""
+        provenance = await self._checkpoints.read_provenance(tenant, ref.uri, deadline=deadline)
+        if provenance is None or not provenance.sources:
+            raise NotFound(f"no compaction is recorded as the source of {ref.uri}")
+        sources: list[Source] = []
+        for origin in provenance.sources:
+            record = await self._checkpoints.read(tenant, origin.checkpoint_id, deadline=deadline)
+            source = (
+                self._source(record, identity)
+                if record is not None
+                else Source(origin.session_id, origin.archive_uri, identity.agent_id)
+            )
+            source.turn_ids = set(origin.turn_ids)
+            sources.append(source)
+        try:
+            memory_text = await self._ov.read(tenant, ref.uri, deadline=deadline)
+        except BackendNotFound:
+            memory_text = ""
+        return sources, memory_text
+
+    async def _turns(
+        self, tenant: Tenant, source: Source, deadline: float
+    ) -> tuple[list[PersistedTurn], str]:
+        if source.archive_uri:
+            uri = archive_messages_uri(source.archive_uri)
+            turns = await read_archive_turns(self._ov, tenant, source.archive_uri, deadline=deadline)
+        else:
+            uri = f"{session_uri(tenant, source.session_id)}/messages.jsonl"
+            turns = await session_turns(self._ov, tenant, source.session_id, deadline=deadline)
+        if source.turn_ids:
+            turns = [t for t in turns if t.turn_id in source.turn_ids] or turns
+        return turns, uri
+
+    async def _collect(
+        self,
+        tenant: Tenant,
+        sources: list[Source],
+        query: set[str],
+        response: compaction_pb2.ExpandMemoryResponse,
+        deadline: float,
+    ) -> list[tuple[float, int, compaction_pb2.ExpandedTurn]]:
+        """Candidate turns of every source (scored), filling in the linked and readable URIs."""
+        candidates: list[tuple[float, int, compaction_pb2.ExpandedTurn]] = []
+        seen: set[str] = set()
+        for source in sources:
+            turns, readable = await self._turns(tenant, source, deadline)
+            for uri in (session_uri(tenant, source.session_id), source.archive_uri):
+                if uri and uri not in response.linked_uris:
+                    response.linked_uris.append(uri)
+            if turns and readable not in response.readable_uris:
+                response.readable_uris.append(readable)
+            record = source.checkpoint
+            if record is not None:
+                response.checkpoint_id = response.checkpoint_id or record.checkpoint_id
+                overview = f"{record.archive_uri}/.overview.md"
+                completed = record.status == Status.CHECKPOINT_STATUS_COMPLETED
+                if completed and record.summary and overview not in response.readable_uris:
+                    response.readable_uris.append(overview)
+            for turn in turns:
+                if turn.turn_id in seen:
+                    continue
+                seen.add(turn.turn_id)
+                score = overlap_score(query, "\n".join(texts_of(turn.message)))
+                expanded = compaction_pb2.ExpandedTurn(
+                    turn=turn_envelope(
+                        turn, openviking_session_id=source.session_id, agent_id=source.agent_id
+                    ),
+                    source_uri=readable,
+                    match_score=score,
+                )
+                candidates.append((score, turn.sequence, expanded))
+        return candidates
+
+    async def expand(
+        self, identity: RequestIdentity, request: compaction_pb2.ExpandMemoryRequest, deadline: float
+    ) -> compaction_pb2.ExpandMemoryResponse:
+        limit = self.check_limit(request.limit)
+        ref = parse_reference(request.summary_or_memory_uri, identity.tenant)
+        sources, memory_text = await self._sources(identity, ref, deadline)
+        query = words(request.query or memory_text)
+        response = compaction_pb2.ExpandMemoryResponse()
+        candidates = await self._collect(identity.tenant, sources, query, response, deadline)
+        if not candidates:
+            raise NotFound(f"{request.summary_or_memory_uri} has no recorded turns")
+        if query:
+            candidates.sort(key=lambda c: (-c[0], c[1]))
+        else:
+            candidates.sort(key=lambda c: c[1])
+        response.turns.extend(c[2] for c in candidates[:limit])
+        if ref.kind == "memory":
+            response.readable_uris.append(ref.uri)
+        return response

@@ -1,0 +1,128 @@
+"""The gRPC servicer: validates requests, calls the compaction logic, builds responses."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from contextengine.v1 import common_pb2, compaction_pb2, compaction_pb2_grpc
+from grpc import aio
+
+from services.compaction.compact import Compactor
+from services.compaction.expand import Expander
+from shared.config import Settings
+from shared.domain.checkpoints import CheckpointRecord, CheckpointStore, finalise, is_checkpoint_id, to_proto
+from shared.domain.documents import DocumentStore
+from shared.domain.identity import RequestIdentity, parse_identity
+from shared.domain.stream_state import StreamStateStore
+from shared.errors import Aborted, BackendError, InvalidArgument, NotFound
+from shared.openviking.client import OpenVikingClient
+from shared.openviking.tenant import Tenant
+
+DEFAULT_DEADLINE_SECONDS = 300.0
+"""Budget of a call that arrives without a gRPC deadline."""
+DEFAULT_PAGE_SIZE = 20
+MAX_PAGE_SIZE = 100
+
+Context = aio.ServicerContext[Any, Any]
+
+
+def _deadline(context: Context) -> float:
+    remaining = context.time_remaining()
+    return time.monotonic() + (DEFAULT_DEADLINE_SECONDS if remaining is None else remaining)
+
+
+def _traceparent(context: Context) -> str:
+    for key, value in context.invocation_metadata() or ():
+        if key.lower() == "traceparent":
+            return value if isinstance(value, str) else value.decode()
+    return ""
+
+
+class CompactionServicer(compaction_pb2_grpc.CompactionServiceServicer):
+    def __init__(
+        self, settings: Settings, openviking: OpenVikingClient, compactor: Compactor, expander: Expander
+    ) -> None:
+        self._settings = settings
+        self._ov = openviking
+        self._compactor = compactor
+        self._expander = expander
+        documents = DocumentStore(openviking)
+        self._checkpoints = CheckpointStore(documents)
+        self._states = StreamStateStore(documents)
+
+    def _identity(self, request_identity: common_pb2.Identity, *, session_required: bool) -> RequestIdentity:
+        return parse_identity(
+            request_identity,
+            default_agent_id=self._settings.agent_id,
+            default_account_id=self._settings.default_account_id,
+            session_required=session_required,
+        )
+
+    async def Compact(  # noqa: N802 - gRPC method name
+        self, request: compaction_pb2.CompactRequest, context: Context
+    ) -> compaction_pb2.CompactResponse:
+        identity = self._identity(request.identity, session_required=True)
+        if request.token_budget < 0:
+            raise InvalidArgument("token_budget", "must not be negative")
+        if request.current_token_count < 0:
+            raise InvalidArgument("current_token_count", "must not be negative")
+        return await self._compactor.compact(
+            identity, request, traceparent=_traceparent(context), deadline=_deadline(context)
+        )
+
+    async def ExpandMemory(  # noqa: N802 - gRPC method name
+        self, request: compaction_pb2.ExpandMemoryRequest, context: Context
+    ) -> compaction_pb2.ExpandMemoryResponse:
+        identity = self._identity(request.identity, session_required=False)
+        return await self._expander.expand(identity, request, _deadline(context))
+
+    async def _observed(self, tenant: Tenant, record: CheckpointRecord, deadline: float) -> CheckpointRecord:
+        """An observer finalises a pending checkpoint whose task ended (e.g. its replica died)."""
+        if record.is_terminal:
+            return record
+        try:
+            return await finalise(self._ov, tenant, record.checkpoint_id, deadline=deadline) or record
+        except (BackendError, Aborted):
+            return record
+
+    async def GetCheckpoint(  # noqa: N802 - gRPC method name
+        self, request: compaction_pb2.GetCheckpointRequest, context: Context
+    ) -> compaction_pb2.GetCheckpointResponse:
+        identity = self._identity(request.identity, session_required=False)
+        if not request.checkpoint_id:
+            raise InvalidArgument("checkpoint_id", "is required")
+        if not is_checkpoint_id(request.checkpoint_id):
+            raise InvalidArgument("checkpoint_id", "is not a checkpoint id (cp-...)")
+        deadline = _deadline(context)
+        record = await self._checkpoints.read(identity.tenant, request.checkpoint_id, deadline=deadline)
+        if record is None:
+            raise NotFound(f"checkpoint {request.checkpoint_id} not found")
+        record = await self._observed(identity.tenant, record, deadline)
+        return compaction_pb2.GetCheckpointResponse(checkpoint=to_proto(record))
+
+    async def ListCheckpoints(  # noqa: N802 - gRPC method name
+        self, request: compaction_pb2.ListCheckpointsRequest, context: Context
+    ) -> compaction_pb2.ListCheckpointsResponse:
+        identity = self._identity(request.identity, session_required=True)
+        page_size = request.page_size or DEFAULT_PAGE_SIZE
+        if page_size < 0 or page_size > MAX_PAGE_SIZE:
+            raise InvalidArgument("page_size", f"must be between 0 and {MAX_PAGE_SIZE}")
+        try:
+            offset = int(request.page_token) if request.page_token else 0
+        except ValueError:
+            offset = -1
+        if offset < 0:
+            raise InvalidArgument("page_token", "is not a token from a previous response")
+        deadline = _deadline(context)
+        state = await self._states.load(identity, deadline=deadline)
+        ids = list(reversed(state.checkpoint_ids)) if state else []
+        response = compaction_pb2.ListCheckpointsResponse()
+        for checkpoint_id in ids[offset : offset + page_size]:
+            record = await self._checkpoints.read(identity.tenant, checkpoint_id, deadline=deadline)
+            if record is not None:
+                record = await self._observed(identity.tenant, record, deadline)
+                response.checkpoints.append(to_proto(record))
+        if offset + page_size < len(ids):
+            response.next_page_token = str(offset + page_size)
+        return response

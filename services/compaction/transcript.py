@@ -1,0 +1,63 @@
+"""The stream's raw turns, read back from its OpenViking sessions (live messages and archives)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from shared.domain.checkpoints import (
+    archive_messages_uri,
+    engine_turns,
+    parse_session_messages,
+    session_uri,
+)
+from shared.domain.envelope import PersistedTurn
+from shared.errors import BackendNotFound
+from shared.openviking.client import OpenVikingClient
+from shared.openviking.models.sessions import SessionMessage
+from shared.openviking.tenant import Tenant
+
+
+async def _read_messages(
+    openviking: OpenVikingClient, tenant: Tenant, uri: str, deadline: float | None
+) -> list[SessionMessage]:
+    try:
+        return parse_session_messages(await openviking.read(tenant, uri, raw=True, deadline=deadline))
+    except BackendNotFound:
+        return []
+
+
+async def session_turns(
+    openviking: OpenVikingClient, tenant: Tenant, session_id: str, *, deadline: float | None = None
+) -> list[PersistedTurn]:
+    """Every engine-written turn of one OpenViking session, archived or live, by sequence."""
+    base = session_uri(tenant, session_id)
+    messages: list[SessionMessage] = []
+    try:
+        listing = await openviking.ls(tenant, f"{base}/history", deadline=deadline)
+    except BackendNotFound:
+        listing = None
+    if listing is not None:
+        archives = sorted(entry.uri for entry in listing.entries if entry.is_dir and "/archive_" in entry.uri)
+        for archive in archives:
+            messages += await _read_messages(openviking, tenant, archive_messages_uri(archive), deadline)
+    messages += await _read_messages(openviking, tenant, f"{base}/messages.jsonl", deadline)
+    return engine_turns(messages)
+
+
+async def newest_turns(
+    openviking: OpenVikingClient,
+    tenant: Tenant,
+    sessions: Sequence[str],
+    count: int,
+    *,
+    deadline: float | None = None,
+) -> list[tuple[str, PersistedTurn]]:
+    """The newest `count` turns over the stream's sessions (oldest first), with their session."""
+    collected: dict[str, tuple[str, PersistedTurn]] = {}
+    for session_id in reversed(sessions):
+        for turn in await session_turns(openviking, tenant, session_id, deadline=deadline):
+            collected.setdefault(turn.turn_id, (session_id, turn))
+        if len(collected) >= count:
+            break
+    ordered = sorted(collected.values(), key=lambda item: item[1].sequence)
+    return ordered[-count:] if count > 0 else []
