@@ -1,0 +1,110 @@
+"""Recognising what the engine itself injected into the host transcript, so it is never captured.
+
+Assembly marks every message it adds (design §3.3): ids start with `ce-injected-`, host_fields
+carry a `contextengine_injected` key, auto recall is an assistant `memory_recall_auto` tool call
+followed by its tool result. The legacy fallback path prepends `<relevant-memories>` blocks to
+user text instead. The markers are the contract with `services.assembly.injection`; a test pins
+that both sides agree.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from contextengine.v1 import common_pb2
+
+INJECTED_ID_PREFIX = "ce-injected-"
+INJECTED_MARKER_KEY = "contextengine_injected"
+AUTO_RECALL_TOOL = "memory_recall_auto"
+
+RELEVANT_MEMORIES_BLOCK = re.compile(r"<relevant-memories>.*?</relevant-memories>", re.DOTALL | re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class CleanedMessage:
+    """One host message with the engine's injections removed.
+
+    `message` is None when nothing of the host's own remains (the whole message was injected).
+    """
+
+    message: common_pb2.ConversationMessage | None
+    injected: bool
+    """True when the message as a whole was an engine injection and is skipped."""
+
+
+def has_injected_marker(message: common_pb2.ConversationMessage) -> bool:
+    """True for messages the engine added (id prefix or host_fields marker)."""
+    if message.id.startswith(INJECTED_ID_PREFIX):
+        return True
+    raw = message.host_fields.json
+    if INJECTED_MARKER_KEY not in raw:
+        return False
+    try:
+        fields = json.loads(raw)
+    except ValueError:
+        return False
+    return isinstance(fields, dict) and INJECTED_MARKER_KEY in fields
+
+
+def strip_relevant_memories(text: str) -> str:
+    """Text without injected `<relevant-memories>` blocks (and the blank lines they leave)."""
+    if "<relevant-memories>" not in text.lower():
+        return text
+    return RELEVANT_MEMORIES_BLOCK.sub("", text).strip()
+
+
+def auto_recall_call_ids(messages: Sequence[common_pb2.ConversationMessage]) -> frozenset[str]:
+    """Ids of every `memory_recall_auto` tool call in the transcript."""
+    return frozenset(
+        block.tool_call.id
+        for message in messages
+        for block in message.content
+        if block.HasField("tool_call") and block.tool_call.name == AUTO_RECALL_TOOL
+    )
+
+
+def _is_injected_block(block: common_pb2.ContentBlock, recall_ids: frozenset[str]) -> bool:
+    if block.HasField("tool_call"):
+        return block.tool_call.name == AUTO_RECALL_TOOL
+    if block.HasField("tool_result"):
+        result = block.tool_result
+        return result.tool_name == AUTO_RECALL_TOOL or (
+            bool(result.tool_call_id) and result.tool_call_id in recall_ids
+        )
+    return False
+
+
+def clean_message(message: common_pb2.ConversationMessage, recall_ids: frozenset[str]) -> CleanedMessage:
+    """The host's own part of `message`: injected blocks dropped, recall text blocks stripped."""
+    if has_injected_marker(message):
+        return CleanedMessage(None, injected=True)
+    if not any(
+        _is_injected_block(b, recall_ids)
+        or (b.HasField("text") and "<relevant-memories>" in b.text.text.lower())
+        for b in message.content
+    ):
+        return CleanedMessage(message, injected=False)
+    cleaned = common_pb2.ConversationMessage()
+    cleaned.CopyFrom(message)
+    del cleaned.content[:]
+    for block in message.content:
+        if _is_injected_block(block, recall_ids):
+            continue
+        if block.HasField("text"):
+            text = strip_relevant_memories(block.text.text)
+            if not text and block.text.text:
+                continue  # the block was nothing but injected memories
+            cleaned.content.append(common_pb2.ContentBlock(text=common_pb2.TextBlock(text=text)))
+            continue
+        cleaned.content.append(block)
+    if not cleaned.content:
+        return CleanedMessage(None, injected=True)
+    return CleanedMessage(cleaned, injected=False)
+
+
+def clean_transcript(messages: Sequence[common_pb2.ConversationMessage]) -> list[CleanedMessage]:
+    recall_ids = auto_recall_call_ids(messages)
+    return [clean_message(message, recall_ids) for message in messages]

@@ -1,0 +1,132 @@
+"""The gRPC face of capture: validate, call the logic, build the response."""
+
+from __future__ import annotations
+
+import time
+
+from contextengine.v1 import capture_pb2, capture_pb2_grpc, common_pb2
+from grpc import aio
+
+from services.capture import memories
+from services.capture.turns import TurnCapture
+from shared.config import Settings
+from shared.domain.identity import RequestIdentity, parse_identity
+from shared.domain.messages import validate_messages
+from shared.errors import InvalidArgument
+from shared.openviking.client import OpenVikingClient
+
+SKIPPED_CAPTURE_OFF = "auto_capture_disabled"
+SKIPPED_HEARTBEAT = "heartbeat"
+
+
+def deadline_of(context: aio.ServicerContext[object, object]) -> float | None:
+    remaining = context.time_remaining()
+    return None if remaining is None else time.monotonic() + remaining
+
+
+class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
+    def __init__(self, settings: Settings, openviking: OpenVikingClient, turns: TurnCapture) -> None:
+        self._settings = settings
+        self._ov = openviking
+        self._turns = turns
+
+    def _identity(self, identity: common_pb2.Identity, *, session_required: bool) -> RequestIdentity:
+        return parse_identity(
+            identity,
+            default_agent_id=self._settings.agent_id,
+            default_account_id=self._settings.default_account_id,
+            session_required=session_required,
+        )
+
+    async def AfterTurn(  # noqa: N802 - gRPC method name
+        self, request: capture_pb2.AfterTurnRequest, context: aio.ServicerContext[object, object]
+    ) -> capture_pb2.AfterTurnResponse:
+        if not self._settings.auto_capture:
+            return capture_pb2.AfterTurnResponse(last_sequence=-1, skipped_reason=SKIPPED_CAPTURE_OFF)
+        if request.is_heartbeat:
+            return capture_pb2.AfterTurnResponse(last_sequence=-1, skipped_reason=SKIPPED_HEARTBEAT)
+        identity = self._identity(request.identity, session_required=True)
+        validate_messages(request.messages)
+        if not 0 <= request.pre_prompt_message_count <= len(request.messages):
+            raise InvalidArgument(
+                "pre_prompt_message_count", f"must be between 0 and {len(request.messages)}"
+            )
+        if request.token_budget < 0:
+            raise InvalidArgument("token_budget", "must not be negative")
+        outcome = await self._turns.after_turn(
+            identity,
+            request.messages,
+            request.pre_prompt_message_count,
+            token_budget=request.token_budget,
+            model=request.model,
+            deadline=deadline_of(context),
+        )
+        return capture_pb2.AfterTurnResponse(
+            persisted_count=outcome.persisted_count,
+            duplicate_count=outcome.duplicate_count,
+            injected_skipped_count=outcome.injected_skipped_count,
+            last_sequence=outcome.last_sequence,
+            openviking_session_id=outcome.session_id,
+            trigger_fired=outcome.trigger,
+            compaction_checkpoint_id=outcome.checkpoint_id,
+            estimated_tokens=outcome.estimated_tokens,
+            capture_worthy=outcome.capture_worthy,
+        )
+
+    async def Ingest(  # noqa: N802
+        self, request: capture_pb2.IngestRequest, context: aio.ServicerContext[object, object]
+    ) -> capture_pb2.IngestResponse:
+        if request.is_heartbeat:
+            return capture_pb2.IngestResponse()
+        identity = self._identity(request.identity, session_required=True)
+        validate_messages(request.messages)
+        outcome = await self._turns.ingest(identity, request.messages, deadline=deadline_of(context))
+        return capture_pb2.IngestResponse(
+            ingested_count=outcome.persisted_count,
+            duplicate_count=outcome.duplicate_count,
+            injected_skipped_count=outcome.injected_skipped_count,
+            openviking_session_id=outcome.session_id,
+        )
+
+    async def StoreMemory(  # noqa: N802
+        self, request: capture_pb2.StoreMemoryRequest, context: aio.ServicerContext[object, object]
+    ) -> capture_pb2.StoreMemoryResponse:
+        identity = self._identity(request.identity, session_required=False)
+        category = memories.validate_memory_text(request.text, request.category)
+        stored = await memories.store_memory(
+            self._ov,
+            identity,
+            request.text,
+            category=category,
+            scope=request.scope,
+            deadline=deadline_of(context),
+        )
+        return capture_pb2.StoreMemoryResponse(uri=stored.uri, created=stored.created)
+
+    async def ForgetMemory(  # noqa: N802
+        self, request: capture_pb2.ForgetMemoryRequest, context: aio.ServicerContext[object, object]
+    ) -> capture_pb2.ForgetMemoryResponse:
+        identity = self._identity(request.identity, session_required=False)
+        target = request.WhichOneof("target")
+        deadline = deadline_of(context)
+        if target == "uri":
+            outcome = await memories.forget_by_uri(self._ov, identity, request.uri, deadline=deadline)
+        elif target == "query":
+            outcome = await memories.forget_by_query(self._ov, identity, request.query, deadline=deadline)
+        else:
+            raise InvalidArgument("target", "set uri or query")
+        return capture_pb2.ForgetMemoryResponse(
+            deleted_uris=outcome.deleted_uris, candidates=outcome.candidates
+        )
+
+    async def FlushSessions(  # noqa: N802
+        self, request: capture_pb2.FlushSessionsRequest, context: aio.ServicerContext[object, object]
+    ) -> capture_pb2.FlushSessionsResponse:
+        identity = self._identity(request.identity, session_required=False)
+        if identity.session_id:
+            streams = [identity]
+        else:
+            agent = request.identity.agent_id or None
+            streams = self._turns.known.for_user(identity, agent_id=agent)
+        checkpoints = await self._turns.flush(streams, deadline=deadline_of(context))
+        return capture_pb2.FlushSessionsResponse(checkpoints=checkpoints)
