@@ -1,0 +1,1145 @@
+"""`make bench`: latency, throughput, token and recall benchmark of the engine over a local stack.
+
+Starts the local stack (embeddings + OpenViking, temp data dir, free ports, no LLM), then the
+three services as separate processes (`python -m shared.runtime.main --service X`), replays a
+seeded workload (tests/bench/workload.py) through the public gRPC API and writes
+`bench-results/report.json`, `bench-results/report.png` (when matplotlib is installed),
+`bench-results/report.md` and prints a summary table.
+
+Phases (each time-capped so the default finishes in well under 15 minutes on 2 cores):
+1. StoreMemory for every other planted fact (no LLM: OpenViking extracts nothing by itself).
+2. Replay the workload at 1, 8 and 32 concurrent sessions: per turn Assemble, then AfterTurn.
+3. The same traffic shape straight against OpenViking over HTTP (find ×2 + session context per
+   "assemble", batch add per "after turn"): OpenViking's own time, to separate the engine's.
+4. Compact (force) and ExpandMemory on replayed sessions and on 50/500-turn sessions.
+5. One long session: AfterTurn latency as it grows (up to --growth-turns).
+6. Planted-fact recall probes: engine Assemble in a new session / late in the same session vs the
+   full transcript truncated newest-first to the same budget vs the legacy RecallFallback block.
+7. Peak RSS (VmHWM) of each service process, OpenViking and the embedding server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+import httpx
+from contextengine.v1 import (
+    assembly_pb2,
+    assembly_pb2_grpc,
+    capture_pb2,
+    capture_pb2_grpc,
+    common_pb2,
+    compaction_pb2,
+    compaction_pb2_grpc,
+)
+
+from shared.localstack.processes import free_port
+from shared.localstack.stack import LocalStack, StackSettings
+from shared.tokens import TokenCounter, ensure_offline_tiktoken
+from tests.bench.workload import Session, Turn, Workload, generate
+
+Role = common_pb2.MessageRole
+ACCOUNT = "bench"
+AGENT = "main"
+MODEL = "gpt-4o"
+REPO = Path(__file__).resolve().parents[2]
+GRPC_OPTIONS = [("grpc.max_send_message_length", 64 << 20), ("grpc.max_receive_message_length", 64 << 20)]
+SERVICES = ("compaction", "capture", "assembly")
+
+
+def log(msg: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+# --------------------------------------------------------------------------- measurements
+
+
+def percentile(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    data = sorted(values)
+    if len(data) == 1:
+        return data[0]
+    pos = (len(data) - 1) * q / 100.0
+    lo = int(pos)
+    hi = min(lo + 1, len(data) - 1)
+    return data[lo] + (data[hi] - data[lo]) * (pos - lo)
+
+
+@dataclass
+class Recorder:
+    """Latencies (ms) and errors per operation."""
+
+    latencies: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    errors: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+
+    async def time(self, op: str, call: Awaitable[Any]) -> Any:
+        start = time.perf_counter()
+        try:
+            result = await call
+        except Exception as exc:  # noqa: BLE001 - a benchmark records failures and goes on
+            self.errors[op].append(_describe(exc))
+            return None
+        self.latencies[op].append((time.perf_counter() - start) * 1000.0)
+        return result
+
+    def summary(self) -> dict[str, dict[str, Any]]:
+        ops = sorted(set(self.latencies) | set(self.errors))
+        return {op: stats(self.latencies.get(op, []), self.errors.get(op, [])) for op in ops}
+
+
+def stats(values: list[float], errors: list[str] | None = None) -> dict[str, Any]:
+    errors = errors or []
+    out: dict[str, Any] = {
+        "count": len(values),
+        "errors": len(errors),
+        "p50_ms": _r(percentile(values, 50)),
+        "p95_ms": _r(percentile(values, 95)),
+        "p99_ms": _r(percentile(values, 99)),
+        "mean_ms": _r(sum(values) / len(values)) if values else None,
+    }
+    if errors:
+        out["error_samples"] = sorted(set(errors))[:3]
+    return out
+
+
+def _r(value: float | None, digits: int = 2) -> float | None:
+    return None if value is None else round(value, digits)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, grpc.aio.AioRpcError):
+        return f"{exc.code().name}: {(exc.details() or '')[:200]}"
+    return f"{type(exc).__name__}: {str(exc)[:200]}"
+
+
+# --------------------------------------------------------------------------- messages
+
+
+def identity(user_id: str, session_id: str) -> common_pb2.Identity:
+    return common_pb2.Identity(account_id=ACCOUNT, user_id=user_id, agent_id=AGENT, session_id=session_id)
+
+
+def text_message(role: int, text: str, msg_id: str) -> common_pb2.ConversationMessage:
+    return common_pb2.ConversationMessage(
+        id=msg_id, role=role, content=[common_pb2.ContentBlock(text=common_pb2.TextBlock(text=text))]
+    )
+
+
+def turn_messages(
+    turn: Turn, prefix: str
+) -> tuple[common_pb2.ConversationMessage, list[common_pb2.ConversationMessage]]:
+    """The user message, then the rest of the turn (tool call, tool result, assistant answer)."""
+    user = text_message(Role.MESSAGE_ROLE_USER, turn.user, f"{prefix}-{turn.index}-u")
+    rest: list[common_pb2.ConversationMessage] = []
+    if turn.tool is not None:
+        call = common_pb2.ToolCallBlock(
+            id=turn.tool.call_id,
+            name=turn.tool.name,
+            arguments=common_pb2.JsonValue(json=json.dumps(turn.tool.arguments)),
+        )
+        rest.append(
+            common_pb2.ConversationMessage(
+                id=f"{prefix}-{turn.index}-c",
+                role=Role.MESSAGE_ROLE_ASSISTANT,
+                content=[common_pb2.ContentBlock(tool_call=call)],
+            )
+        )
+        result = common_pb2.ToolResultBlock(
+            tool_call_id=turn.tool.call_id,
+            tool_name=turn.tool.name,
+            content=[common_pb2.ContentBlock(text=common_pb2.TextBlock(text=turn.tool.output))],
+        )
+        rest.append(
+            common_pb2.ConversationMessage(
+                id=f"{prefix}-{turn.index}-t",
+                role=Role.MESSAGE_ROLE_TOOL_RESULT,
+                content=[common_pb2.ContentBlock(tool_result=result)],
+            )
+        )
+    rest.append(text_message(Role.MESSAGE_ROLE_ASSISTANT, turn.assistant, f"{prefix}-{turn.index}-a"))
+    return user, rest
+
+
+def message_texts(message: common_pb2.ConversationMessage) -> list[str]:
+    out: list[str] = []
+    for block in message.content:
+        kind = block.WhichOneof("block")
+        if kind == "text":
+            out.append(block.text.text)
+        elif kind == "tool_call":
+            out.append(f"{block.tool_call.name} {block.tool_call.arguments.json}")
+        elif kind == "tool_result":
+            out.extend(c.text.text for c in block.tool_result.content if c.WhichOneof("block") == "text")
+        elif kind == "thinking":
+            out.append(getattr(block.thinking, "text", ""))
+    return out
+
+
+def turn_plain_messages(turn: Turn) -> list[str]:
+    """The turn as plain message texts (for the truncation baseline and raw OpenViking calls)."""
+    out = [turn.user]
+    if turn.tool is not None:
+        out.append(f"{turn.tool.name} {json.dumps(turn.tool.arguments)}")
+        out.append(turn.tool.output)
+    out.append(turn.assistant)
+    return out
+
+
+def truncate_newest_first(counter: TokenCounter, messages: list[str], budget: int) -> list[str]:
+    kept: list[str] = []
+    used = 0
+    for text in reversed(messages):
+        cost = counter.count_message([text])
+        if used + cost > budget:
+            break
+        kept.append(text)
+        used += cost
+    return list(reversed(kept))
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def vm_hwm_kb(pid: int) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = defaultdict(list)
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children[ppid].append(int(entry.name))
+    out: list[int] = []
+    stack = [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            out.append(child)
+            stack.append(child)
+    return out
+
+
+def peak_rss_mb(pid: int) -> dict[str, Any]:
+    """VmHWM of the process and, separately, the sum over its descendants (if any)."""
+    own = vm_hwm_kb(pid)
+    kids = [k for k in (vm_hwm_kb(c) for c in descendants(pid)) if k]
+    return {
+        "pid": pid,
+        "peak_rss_mb": _r(own / 1024, 1) if own else None,
+        "children_peak_rss_mb": _r(sum(kids) / 1024, 1) if kids else 0.0,
+    }
+
+
+@dataclass
+class EngineProcess:
+    name: str
+    port: int
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    @property
+    def address(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+
+def start_engine(openviking_url: str, log_dir: Path, extra_env: dict[str, str]) -> dict[str, EngineProcess]:
+    ports = {name: free_port() for name in SERVICES}
+    env = dict(os.environ)
+    env.update(
+        {
+            "CONTEXT_ENGINE_BASE_URL": openviking_url,
+            "CONTEXT_ENGINE_COMPACTION_TARGET": f"127.0.0.1:{ports['compaction']}",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
+    env.update(extra_env)
+    env.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
+    procs: dict[str, EngineProcess] = {}
+    for name in SERVICES:
+        log_path = log_dir / f"engine-{name}.log"
+        handle = log_path.open("wb")
+        process = subprocess.Popen(
+            [sys.executable, "-m", "shared.runtime.main", "--service", name, "--port", str(ports[name])],
+            cwd=REPO,
+            env=env,
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+        )
+        procs[name] = EngineProcess(name, ports[name], process, log_path)
+    deadline = time.monotonic() + 90
+    pending = set(procs)
+    while pending:
+        for name in list(pending):
+            proc = procs[name]
+            if proc.process.poll() is not None:
+                stop_engine(procs)
+                tail = proc.log_path.read_text(errors="replace")[-3000:]
+                raise RuntimeError(f"engine {name} exited with {proc.process.returncode}:\n{tail}")
+            if "listening on" in proc.log_path.read_text(errors="replace"):
+                pending.discard(name)
+        if time.monotonic() > deadline:
+            stop_engine(procs)
+            raise RuntimeError(f"engine services not ready after 90 s: {sorted(pending)}")
+        time.sleep(0.2)
+    return procs
+
+
+def stop_engine(procs: dict[str, EngineProcess]) -> None:
+    for proc in procs.values():
+        if proc.process.poll() is None:
+            proc.process.terminate()
+    for proc in procs.values():
+        try:
+            proc.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.process.kill()
+
+
+# --------------------------------------------------------------------------- phases
+
+
+@dataclass
+class Stubs:
+    capture: capture_pb2_grpc.CaptureServiceStub
+    assembly: assembly_pb2_grpc.AssemblyServiceStub
+    compaction: compaction_pb2_grpc.CompactionServiceStub
+
+
+@dataclass
+class TokenStats:
+    assembled: list[int] = field(default_factory=list)
+    transcript: list[int] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        if not self.assembled:
+            return {}
+        ratios = [a / t for a, t in zip(self.assembled, self.transcript, strict=True) if t]
+        return {
+            "turns": len(self.assembled),
+            "assembled_tokens_mean": _r(sum(self.assembled) / len(self.assembled), 1),
+            "assembled_tokens_p95": _r(percentile([float(a) for a in self.assembled], 95), 1),
+            "transcript_tokens_mean": _r(sum(self.transcript) / len(self.transcript), 1),
+            "transcript_tokens_max": max(self.transcript),
+            "assembled_over_transcript_mean": _r(sum(ratios) / len(ratios), 3) if ratios else None,
+        }
+
+
+async def replay_session(
+    stubs: Stubs,
+    session: Session,
+    session_id: str,
+    budget: int,
+    rec: Recorder,
+    counter: TokenCounter,
+    tokens: TokenStats | None,
+    rpc_timeout: float,
+    stop_at: float,
+) -> int:
+    ident = identity(session.user_id, session_id)
+    transcript: list[common_pb2.ConversationMessage] = []
+    transcript_tokens = 0
+    done = 0
+    for turn in session.turns:
+        if time.monotonic() > stop_at:
+            break
+        before = len(transcript)
+        user, rest = turn_messages(turn, session_id)
+        transcript.append(user)
+        transcript_tokens += counter.count_message(message_texts(user))
+        assembled = await rec.time(
+            "Assemble",
+            stubs.assembly.Assemble(
+                assembly_pb2.AssembleRequest(
+                    identity=ident, messages=transcript, token_budget=budget, model=MODEL, prompt=turn.user
+                ),
+                timeout=rpc_timeout,
+            ),
+        )
+        if assembled is not None and tokens is not None:
+            own = sum(counter.count_message(message_texts(m)) for m in assembled.messages)
+            own += counter.count(assembled.system_prompt_addition)
+            tokens.assembled.append(own)
+            tokens.transcript.append(transcript_tokens)
+        transcript.extend(rest)
+        transcript_tokens += sum(counter.count_message(message_texts(m)) for m in rest)
+        await rec.time(
+            "AfterTurn",
+            stubs.capture.AfterTurn(
+                capture_pb2.AfterTurnRequest(
+                    identity=ident,
+                    messages=transcript,
+                    pre_prompt_message_count=before,
+                    token_budget=budget,
+                    model=MODEL,
+                ),
+                timeout=rpc_timeout,
+            ),
+        )
+        done += 1
+    return done
+
+
+async def run_pool(
+    items: list[Any], concurrency: int, worker: Callable[[Any], Awaitable[int]]
+) -> tuple[int, float]:
+    """Run `worker` over `items` with at most `concurrency` in flight; (units done, wall seconds)."""
+    queue: asyncio.Queue[Any] = asyncio.Queue()
+    for item in items:
+        queue.put_nowait(item)
+    total = 0
+
+    async def loop() -> None:
+        nonlocal total
+        while True:
+            try:
+                item = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            done = await worker(item)
+            total += done
+
+    start = time.perf_counter()
+    await asyncio.gather(*(loop() for _ in range(concurrency)))
+    return total, time.perf_counter() - start
+
+
+async def phase_concurrency(
+    stubs: Stubs, workload: Workload, level: int, args: argparse.Namespace, counter: TokenCounter
+) -> tuple[dict[str, Any], TokenStats]:
+    rec = Recorder()
+    tokens = TokenStats()
+    stop_at = time.monotonic() + args.level_seconds
+
+    async def worker(session: Session) -> int:
+        return await replay_session(
+            stubs, session, f"c{level}-{session.session_id}", args.budget, rec, counter, tokens,
+            args.rpc_timeout, stop_at,
+        )  # fmt: skip
+
+    turns, wall = await run_pool(workload.sessions, level, worker)
+    rpcs = sum(len(v) for v in rec.latencies.values())
+    result = {
+        "concurrency": level,
+        "turns": turns,
+        "wall_s": _r(wall),
+        "turns_per_s": _r(turns / wall if wall else 0.0),
+        "rpcs_per_s": _r(rpcs / wall if wall else 0.0),
+        "capped": time.monotonic() > stop_at,
+        "ops": rec.summary(),
+        "tokens": tokens.summary(),
+    }
+    return result, tokens
+
+
+def ov_headers(user_id: str) -> dict[str, str]:
+    return {"X-OpenViking-Account": ACCOUNT, "X-OpenViking-User": user_id}
+
+
+def ov_message_body(role: str, text: str) -> dict[str, Any]:
+    return {"role": role, "parts": [{"type": "text", "text": text}]}
+
+
+async def ov_call(http: httpx.AsyncClient, method: str, path: str, user_id: str, **kwargs: Any) -> Any:
+    """One OpenViking call; a 404 counts as answered (context of a session that has no messages yet)."""
+    response = await http.request(method, path, headers=ov_headers(user_id), **kwargs)
+    if response.status_code >= 400 and response.status_code != 404:
+        raise RuntimeError(f"HTTP {response.status_code} {path}: {response.text[:200]}")
+    return response.json()
+
+
+async def phase_openviking_raw(
+    http: httpx.AsyncClient, workload: Workload, level: int, args: argparse.Namespace
+) -> dict[str, Any]:
+    """The OpenViking calls behind a turn, made directly: what OpenViking alone costs."""
+    rec = Recorder()
+    stop_at = time.monotonic() + args.level_seconds / 2
+
+    async def worker(session: Session) -> int:
+        session_id = f"raw{level}-{session.session_id}"
+        user = session.user_id
+        done = 0
+        for turn in session.turns:
+            if time.monotonic() > stop_at:
+                break
+            texts = turn_plain_messages(turn)
+            query = turn.user[:400]
+            start = time.perf_counter()
+            await asyncio.gather(
+                rec.time(
+                    "ov.find",
+                    ov_call(
+                        http,
+                        "POST",
+                        "/api/v1/search/find",
+                        user,
+                        json={
+                            "query": query,
+                            "target_uri": "viking://~/memories",
+                            "limit": 12,
+                            "score_threshold": 0.0,
+                        },
+                    ),
+                ),  # fmt: skip
+                rec.time(
+                    "ov.find",
+                    ov_call(
+                        http,
+                        "POST",
+                        "/api/v1/search/find",
+                        user,
+                        json={
+                            "query": query,
+                            "target_uri": "viking://~/memories",
+                            "limit": 12,
+                            "score_threshold": 0.0,
+                            "tags": [f"agent={AGENT}"],
+                        },
+                    ),
+                ),  # fmt: skip
+                rec.time(
+                    "ov.session_context",
+                    ov_call(
+                        http,
+                        "GET",
+                        f"/api/v1/sessions/{session_id}/context",
+                        user,
+                        params={"token_budget": args.budget},
+                    ),
+                ),  # fmt: skip
+            )
+            rec.latencies["ov.assemble_equivalent"].append((time.perf_counter() - start) * 1000.0)
+            roles = ["user"] + ["assistant"] * (len(texts) - 1)
+            await rec.time(
+                "ov.add_messages_batch",
+                ov_call(http, "POST", f"/api/v1/sessions/{session_id}/messages/batch", user,
+                        json={"messages": [ov_message_body(r, t) for r, t in zip(roles, texts, strict=True)]}),
+            )  # fmt: skip
+            done += 1
+        return done
+
+    turns, wall = await run_pool(workload.sessions, level, worker)
+    return {
+        "concurrency": level,
+        "turns": turns,
+        "wall_s": _r(wall),
+        "turns_per_s": _r(turns / wall if wall else 0.0),
+        "ops": rec.summary(),
+    }
+
+
+async def ingest_session(
+    stubs: Stubs, session: Session, session_id: str, rec: Recorder, timeout: float
+) -> None:
+    ident = identity(session.user_id, session_id)
+    batch: list[common_pb2.ConversationMessage] = []
+    for turn in session.turns:
+        user, rest = turn_messages(turn, session_id)
+        batch.extend([user, *rest])
+        if len(batch) >= 80:
+            await rec.time(
+                "Ingest",
+                stubs.capture.Ingest(
+                    capture_pb2.IngestRequest(identity=ident, messages=batch), timeout=timeout
+                ),
+            )
+            batch = []
+    if batch:
+        await rec.time(
+            "Ingest",
+            stubs.capture.Ingest(capture_pb2.IngestRequest(identity=ident, messages=batch), timeout=timeout),
+        )
+
+
+async def compact_and_expand(
+    stubs: Stubs, rec: Recorder, user_id: str, session_id: str, query: str, budget: int, label: str
+) -> dict[str, Any]:
+    ident = identity(user_id, session_id)
+    start = time.perf_counter()
+    compacted = await rec.time(
+        f"Compact{label}",
+        stubs.compaction.Compact(
+            compaction_pb2.CompactRequest(identity=ident, token_budget=budget, force=True, model=MODEL),
+            timeout=300,
+        ),
+    )
+    out: dict[str, Any] = {"session_id": session_id, "compact_ms": _r((time.perf_counter() - start) * 1000)}
+    if compacted is None:
+        out["compact_error"] = rec.errors[f"Compact{label}"][-1]
+        return out
+    out.update(
+        compacted=compacted.compacted,
+        reason=compacted.reason,
+        tokens_before=compacted.tokens_before,
+        tokens_after=compacted.tokens_after,
+    )
+    checkpoint = compacted.checkpoint
+    uri = checkpoint.archive_uri or checkpoint.checkpoint_id
+    if uri:
+        expanded = await rec.time(
+            "ExpandMemory",
+            stubs.compaction.ExpandMemory(
+                compaction_pb2.ExpandMemoryRequest(
+                    identity=ident, summary_or_memory_uri=uri, query=query, limit=6
+                ),
+                timeout=60,
+            ),
+        )
+        if expanded is not None:
+            out["expanded_turns"] = len(expanded.turns)
+    return out
+
+
+async def phase_compaction(stubs: Stubs, workload: Workload, args: argparse.Namespace) -> dict[str, Any]:
+    rec = Recorder()
+    details: list[dict[str, Any]] = []
+    # Sessions replayed at concurrency 1 (already captured turn by turn).
+    for session in workload.sessions[: args.compact_sessions]:
+        query = session.fact.question if session.fact else session.turns[-1].user[:200]
+        details.append(
+            await compact_and_expand(
+                stubs, rec, session.user_id, f"c1-{session.session_id}", query, args.budget, ""
+            )
+        )
+    # Long sessions ingested in batches, then compacted.
+    for size in args.compact_turns:
+        big = generate(1, size, args.seed + size, prefix=f"big{size}-").sessions[0]
+        session_id = f"big{size}-{args.seed}"
+        await ingest_session(stubs, big, session_id, rec, 120)
+        detail = await compact_and_expand(
+            stubs, rec, big.user_id, session_id, big.turns[-1].user[:200], args.budget, f"@{size}turns"
+        )
+        detail["turns"] = size
+        details.append(detail)
+    return {"ops": rec.summary(), "sessions": details}
+
+
+async def phase_growth(stubs: Stubs, args: argparse.Namespace, counter: TokenCounter) -> dict[str, Any]:
+    """One session growing turn by turn; AfterTurn latency per turn index."""
+    if args.growth_turns <= 0:
+        return {}
+    session = generate(1, args.growth_turns, args.seed + 1, prefix="grow-").sessions[0]
+    session_id = f"grow-{args.seed}"
+    ident = identity(session.user_id, session_id)
+    transcript: list[common_pb2.ConversationMessage] = []
+    points: list[tuple[int, float, int]] = []
+    errors: list[str] = []
+    tokens = 0
+    stop_at = time.monotonic() + args.growth_seconds
+    for turn in session.turns:
+        if time.monotonic() > stop_at:
+            break
+        before = len(transcript)
+        user, rest = turn_messages(turn, session_id)
+        transcript.extend([user, *rest])
+        tokens += sum(counter.count_message(message_texts(m)) for m in (user, *rest))
+        start = time.perf_counter()
+        try:
+            await stubs.capture.AfterTurn(
+                capture_pb2.AfterTurnRequest(
+                    identity=ident, messages=transcript, pre_prompt_message_count=before,
+                    token_budget=args.growth_budget, model=MODEL,
+                ),
+                timeout=args.rpc_timeout,
+            )  # fmt: skip
+        except grpc.aio.AioRpcError as exc:
+            errors.append(_describe(exc))
+            continue
+        points.append((turn.index + 1, (time.perf_counter() - start) * 1000.0, tokens))
+    values = [p[1] for p in points]
+    deciles: list[dict[str, Any]] = []
+    if points:
+        step = max(1, len(points) // 10)
+        for i in range(0, len(points), step):
+            chunk = points[i : i + step]
+            deciles.append(
+                {
+                    "turns": f"{chunk[0][0]}-{chunk[-1][0]}",
+                    "p50_ms": _r(percentile([c[1] for c in chunk], 50)),
+                    "transcript_tokens": chunk[-1][2],
+                }
+            )
+    return {
+        "requested_turns": args.growth_turns,
+        "turns_done": len(points),
+        "capped": len(points) + len(errors) < args.growth_turns,
+        "afterturn": stats(values, errors),
+        "by_turn_range": deciles,
+        "points": [[p[0], _r(p[1]), p[2]] for p in points],
+    }
+
+
+def assembled_text(response: assembly_pb2.AssembleResponse) -> str:
+    parts = [response.system_prompt_addition]
+    for message in response.messages:
+        parts.extend(message_texts(message))
+    return "\n".join(parts)
+
+
+async def phase_recall(
+    stubs: Stubs, workload: Workload, args: argparse.Namespace, counter: TokenCounter
+) -> dict[str, Any]:
+    rec = Recorder()
+    by_session = {s.session_id: s for s in workload.sessions}
+    user_history: dict[str, list[str]] = defaultdict(list)
+    for session in workload.sessions:
+        for turn in session.turns:
+            user_history[session.user_id].extend(turn_plain_messages(turn))
+    methods = ("engine_new_session", "engine_same_session", "truncated_same_session",
+               "truncated_all_sessions", "legacy_recall_fallback")  # fmt: skip
+    rows: list[dict[str, Any]] = []
+    for fact in workload.facts:
+        session = by_session[fact.session_id]
+        needle = fact.needle.lower()
+        row: dict[str, Any] = {"fact": fact.fact_id, "stored": fact.stored, "kind": fact.kind,
+                               "planted_turn": fact.turn_index, "turns": len(session.turns)}  # fmt: skip
+        probe_id = f"probe-{fact.session_id}"
+        question = text_message(Role.MESSAGE_ROLE_USER, fact.question, f"{probe_id}-q")
+        fresh = await rec.time(
+            "Assemble(probe,new session)",
+            stubs.assembly.Assemble(
+                assembly_pb2.AssembleRequest(identity=identity(fact.user_id, probe_id), messages=[question],
+                                             token_budget=args.budget, model=MODEL, prompt=fact.question),
+                timeout=args.rpc_timeout,
+            ),
+        )  # fmt: skip
+        row["engine_new_session"] = None if fresh is None else needle in assembled_text(fresh).lower()
+        transcript: list[common_pb2.ConversationMessage] = []
+        for turn in session.turns:
+            user, rest = turn_messages(turn, f"c1-{session.session_id}")
+            transcript.extend([user, *rest])
+        transcript.append(
+            text_message(Role.MESSAGE_ROLE_USER, fact.question, f"c1-{session.session_id}-probe")
+        )
+        same = await rec.time(
+            "Assemble(probe,same session)",
+            stubs.assembly.Assemble(
+                assembly_pb2.AssembleRequest(identity=identity(fact.user_id, f"c1-{session.session_id}"),
+                                             messages=transcript, token_budget=args.budget, model=MODEL,
+                                             prompt=fact.question),
+                timeout=args.rpc_timeout,
+            ),
+        )  # fmt: skip
+        row["engine_same_session"] = None if same is None else needle in assembled_text(same).lower()
+        own = [t for turn in session.turns for t in turn_plain_messages(turn)] + [fact.question]
+        row["truncated_same_session"] = (
+            needle in "\n".join(truncate_newest_first(counter, own, args.budget)).lower()
+        )
+        everything = user_history[fact.user_id] + [fact.question]
+        row["truncated_all_sessions"] = (
+            needle in "\n".join(truncate_newest_first(counter, everything, args.budget)).lower()
+        )
+        legacy = await rec.time(
+            "RecallFallback",
+            stubs.assembly.RecallFallback(
+                assembly_pb2.RecallFallbackRequest(
+                    identity=identity(fact.user_id, probe_id), prompt=fact.question
+                ),
+                timeout=args.rpc_timeout,
+            ),
+        )
+        row["legacy_recall_fallback"] = None if legacy is None else needle in legacy.prepend_context.lower()
+        rows.append(row)
+
+    def rate(method: str, subset: Iterable[dict[str, Any]]) -> dict[str, Any]:
+        values = [r[method] for r in subset if r[method] is not None]
+        return {
+            "hits": sum(values),
+            "n": len(values),
+            "rate": _r(sum(values) / len(values), 3) if values else None,
+        }
+
+    summary = {
+        method: {
+            "all": rate(method, rows),
+            "stored": rate(method, [r for r in rows if r["stored"]]),
+            "conversation_only": rate(method, [r for r in rows if not r["stored"]]),
+        }
+        for method in methods
+    }
+    return {"hit_rate": summary, "ops": rec.summary(), "probes": rows}
+
+
+async def store_facts(stubs: Stubs, workload: Workload, args: argparse.Namespace) -> dict[str, Any]:
+    rec = Recorder()
+    for fact in workload.facts:
+        if fact.stored:
+            await rec.time(
+                "StoreMemory",
+                stubs.capture.StoreMemory(
+                    capture_pb2.StoreMemoryRequest(
+                        identity=identity(fact.user_id, f"c1-{fact.session_id}"), text=fact.memory_text
+                    ),
+                    timeout=args.rpc_timeout,
+                ),
+            )
+    return {"ops": rec.summary()}
+
+
+# --------------------------------------------------------------------------- report
+
+
+def machine_info() -> dict[str, Any]:
+    cpu = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem_gb = None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                mem_gb = round(int(line.split()[1]) / 1024 / 1024, 1)
+    except OSError:
+        pass
+    return {"nproc": os.cpu_count(), "cpu": cpu, "mem_total_gb": mem_gb, "python": platform.python_version(),
+            "kernel": platform.release()}  # fmt: skip
+
+
+def fmt(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, float):
+        return f"{value:.1f}"
+    return str(value)
+
+
+def summary_table(report: dict[str, Any]) -> str:
+    lines = ["| op | conc | n | err | p50 ms | p95 ms | p99 ms | OpenViking-only p50 ms | engine overhead p50 ms |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    raw = {r["concurrency"]: r for r in report.get("openviking_raw", [])}
+    for level in report.get("concurrency", []):
+        c = level["concurrency"]
+        raw_ops = raw.get(c, {}).get("ops", {})
+        for op, equiv in (("Assemble", "ov.assemble_equivalent"), ("AfterTurn", "ov.add_messages_batch")):
+            s = level["ops"].get(op)
+            if not s:
+                continue
+            ov = raw_ops.get(equiv, {}).get("p50_ms")
+            overhead = s["p50_ms"] - ov if s["p50_ms"] is not None and ov is not None else None
+            lines.append(f"| {op} | {c} | {s['count']} | {s['errors']} | {fmt(s['p50_ms'])} | {fmt(s['p95_ms'])} | "
+                         f"{fmt(s['p99_ms'])} | {fmt(ov)} | {fmt(overhead)} |")  # fmt: skip
+    for op, s in report.get("compaction", {}).get("ops", {}).items():
+        lines.append(f"| {op} | 1 | {s['count']} | {s['errors']} | {fmt(s['p50_ms'])} | {fmt(s['p95_ms'])} | "
+                     f"{fmt(s['p99_ms'])} | — | — |")  # fmt: skip
+    growth = report.get("growth", {})
+    if growth.get("afterturn"):
+        s = growth["afterturn"]
+        lines.append(f"| AfterTurn (1 session, {growth['turns_done']} turns) | 1 | {s['count']} | {s['errors']} | "
+                     f"{fmt(s['p50_ms'])} | {fmt(s['p95_ms'])} | {fmt(s['p99_ms'])} | — | — |")  # fmt: skip
+    out = ["\n".join(lines), ""]
+    out.append("| concurrency | turns | wall s | turns/s | RPC/s | OpenViking-only turns/s | assembled tok/turn | "
+               "transcript tok/turn | assembled/transcript |")  # fmt: skip
+    out.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for level in report.get("concurrency", []):
+        t = level.get("tokens", {})
+        rawl = raw.get(level["concurrency"], {})
+        out.append(f"| {level['concurrency']} | {level['turns']} | {fmt(level['wall_s'])} | {fmt(level['turns_per_s'])} | "
+                   f"{fmt(level['rpcs_per_s'])} | {fmt(rawl.get('turns_per_s'))} | {fmt(t.get('assembled_tokens_mean'))} | "
+                   f"{fmt(t.get('transcript_tokens_mean'))} | {fmt(t.get('assembled_over_transcript_mean'))} |")  # fmt: skip
+    recall = report.get("recall", {}).get("hit_rate", {})
+    if recall:
+        out += ["", "| planted-fact hit rate | all | stored with StoreMemory | only said in conversation |",
+                "|---|---:|---:|---:|"]  # fmt: skip
+        for method, parts in recall.items():
+            cells = [f"{fmt(parts[k]['rate'])} ({parts[k]['hits']}/{parts[k]['n']})" if parts[k]["rate"] is not None
+                     else "—" for k in ("all", "stored", "conversation_only")]  # fmt: skip
+            out.append(f"| {method} | " + " | ".join(cells) + " |")
+    rss = report.get("peak_rss", {})
+    if rss:
+        out += ["", "| process | peak RSS MB (VmHWM) | children peak RSS MB |", "|---|---:|---:|"]
+        for name, r in rss.items():
+            out.append(f"| {name} | {fmt(r.get('peak_rss_mb'))} | {fmt(r.get('children_peak_rss_mb'))} |")
+    return "\n".join(out)
+
+
+def write_chart(report: dict[str, Any], path: Path) -> str | None:
+    try:
+        import matplotlib  # noqa: PLC0415
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt  # noqa: PLC0415
+    except ImportError:
+        return "matplotlib not installed; no chart"
+    fig, axes = plt.subplots(2, 2, figsize=(13, 9))
+    levels = report.get("concurrency", [])
+    raw = {r["concurrency"]: r for r in report.get("openviking_raw", [])}
+    ax = axes[0][0]
+    width = 0.2
+    for i, level in enumerate(levels):
+        for j, (op, equiv) in enumerate(
+            (("Assemble", "ov.assemble_equivalent"), ("AfterTurn", "ov.add_messages_batch"))
+        ):
+            s = level["ops"].get(op, {})
+            ov = raw.get(level["concurrency"], {}).get("ops", {}).get(equiv, {})
+            x = i + (j - 0.5) * 2 * width
+            if s.get("p50_ms") is not None:
+                ax.bar(
+                    x - width / 2,
+                    s["p95_ms"],
+                    width,
+                    color=("#9ecae1", "#fdae6b")[j],
+                    label=f"{op} p95" if i == 0 else None,
+                )
+                ax.bar(
+                    x - width / 2,
+                    s["p50_ms"],
+                    width,
+                    color=("#3182bd", "#e6550d")[j],
+                    label=f"{op} p50" if i == 0 else None,
+                )
+            if ov.get("p50_ms") is not None:
+                ax.bar(
+                    x + width / 2,
+                    ov["p50_ms"],
+                    width,
+                    color="#999999",
+                    label="OpenViking-only p50" if i == 0 and j == 0 else None,
+                )
+    ax.set_xticks(range(len(levels)), [f"{lv['concurrency']} sessions" for lv in levels])
+    ax.set_ylabel("ms")
+    ax.set_title("Latency by concurrency (engine vs OpenViking-only)")
+    ax.legend(fontsize=7)
+    ax = axes[0][1]
+    xs = [lv["concurrency"] for lv in levels]
+    ax.plot(xs, [lv["turns_per_s"] for lv in levels], "o-", label="engine turns/s")
+    ax.plot(xs, [raw.get(x, {}).get("turns_per_s") or 0 for x in xs], "s--", label="OpenViking-only turns/s")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("concurrent sessions")
+    ax.set_title("Throughput")
+    ax.legend(fontsize=7)
+    ax = axes[1][0]
+    points = report.get("growth", {}).get("points", [])
+    if points:
+        ax.plot([p[0] for p in points], [p[1] for p in points], ".", markersize=3)
+        ax.set_xlabel("turn")
+        ax.set_ylabel("AfterTurn ms")
+        ax2 = ax.twinx()
+        ax2.plot([p[0] for p in points], [p[2] for p in points], "-", color="#999999")
+        ax2.set_ylabel("transcript tokens")
+    ax.set_title("Single-session growth: AfterTurn latency")
+    ax = axes[1][1]
+    recall = report.get("recall", {}).get("hit_rate", {})
+    names = list(recall)
+    for k, key in enumerate(("stored", "conversation_only")):
+        vals = [recall[n][key]["rate"] or 0 for n in names]
+        ax.bar([i + (k - 0.5) * 0.35 for i in range(len(names))], vals, 0.35, label=key)
+    ax.set_xticks(range(len(names)), [n.replace("_", "\n") for n in names], fontsize=7)
+    ax.set_ylim(0, 1.05)
+    ax.set_title("Planted-fact hit rate")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    return None
+
+
+def markdown(report: dict[str, Any], table: str) -> str:
+    m = report["machine"]
+    a = report["args"]
+    return f"""# Benchmarks
+
+Measured by `make bench` (`.venv/bin/python -m tests.bench.run`), source in `tests/bench/`.
+
+- Machine: {m["nproc"]} CPUs ({m["cpu"]}), {m["mem_total_gb"]} GB RAM, Python {m["python"]}, Linux {m["kernel"]}.
+- Command: `{report["command"]}`
+- Run: {report["started_at"]}, total {report["total_seconds"]:.0f} s including stack startup ({report["stack_startup_seconds"]:.0f} s).
+- Workload: seed {a["seed"]}, {a["sessions"]} sessions × {a["turns"]} turns over {report["workload"]["users"]} users,
+  tool results 80 B–6 kB, topic drift, one planted preference/decision per session; token budget {a["budget"]}.
+- Topology: embedding server + OpenViking 0.5.2 (local stack, temp data dir) and the three services as
+  separate processes (`python -m shared.runtime.main --service X`), all on the same machine.
+- No LLM: OpenViking extracts no memories from conversation and commits archive without summaries.
+  Half of the planted facts were therefore also stored with `StoreMemory`; hit rates are shown
+  for both halves.
+
+{table}
+
+How to read it:
+- **OpenViking-only** is the same traffic shape sent straight to OpenViking with httpx at the same
+  concurrency: per turn two `search/find` over `viking://~/memories` plus `sessions/{{id}}/context`
+  concurrently (the *assemble equivalent*) and one `messages/batch` (the *after-turn equivalent*).
+  *Engine overhead* = engine p50 − OpenViking-only p50: the engine's gRPC, validation, packing,
+  token counting and the extra calls it makes beyond the equivalent.
+- **assembled tok/turn** counts (with `shared.tokens.TokenCounter`) what `Assemble` returned,
+  against the whole transcript up to that turn.
+- **Hit rate**: a planted fact's unique needle appears in the context. `engine_new_session` asks in a
+  new session (`Assemble`), `engine_same_session` asks at the end of the original session with its whole
+  transcript, `truncated_*` keep the newest messages that fit the budget (same session / all the
+  user's sessions), `legacy_recall_fallback` is the `RecallFallback` prepend block.
+- Peak RSS is `VmHWM` from `/proc/<pid>/status` at the end of the run.
+
+Raw numbers: `bench-results/report.json`; chart: `bench-results/report.png`.
+"""
+
+
+# --------------------------------------------------------------------------- main
+
+
+async def run_bench(
+    args: argparse.Namespace, stack: LocalStack, stack_seconds: float, t0: float
+) -> dict[str, Any]:
+    counter = TokenCounter.for_model(MODEL, "o200k_base")
+    workload = generate(args.sessions, args.turns, args.seed)
+    out_dir = Path(args.out)
+    report: dict[str, Any] = {
+        "command": " ".join(["python -m tests.bench.run", *sys.argv[1:]]),
+        "started_at": time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(t0)),
+        "args": vars(args),
+        "machine": machine_info(),
+        "workload": {
+            "sessions": len(workload.sessions),
+            "turns": args.turns,
+            "users": len(workload.users),
+            "facts": len(workload.facts),
+            "stored_facts": sum(f.stored for f in workload.facts),
+        },  # fmt: skip
+        "stack_startup_seconds": stack_seconds,
+        "extraction": stack.extraction_description,
+        "notes": ["No LLM: extraction is off; every other planted fact is stored with StoreMemory."],
+    }
+    log("starting engine services (one process each)")
+    engine_start = time.monotonic()
+    try:
+        procs = start_engine(stack.openviking_url, out_dir, {})
+    except RuntimeError as exc:
+        log(f"ENGINE DID NOT START: {exc}")
+        report["engine_error"] = str(exc)[-2000:]
+        async with httpx.AsyncClient(base_url=stack.openviking_url, timeout=60) as http:
+            report["openviking_raw"] = [
+                await phase_openviking_raw(http, workload, c, args) for c in args.concurrency
+            ]
+        report["peak_rss"] = {m.spec.name: peak_rss_mb(m.pid) for m in stack.processes}
+        return report
+    report["engine_startup_seconds"] = _r(time.monotonic() - engine_start)
+    try:
+        channels = {
+            name: grpc.aio.insecure_channel(p.address, options=GRPC_OPTIONS) for name, p in procs.items()
+        }
+        stubs = Stubs(
+            capture=capture_pb2_grpc.CaptureServiceStub(channels["capture"]),
+            assembly=assembly_pb2_grpc.AssemblyServiceStub(channels["assembly"]),
+            compaction=compaction_pb2_grpc.CompactionServiceStub(channels["compaction"]),
+        )
+        async with httpx.AsyncClient(base_url=stack.openviking_url, timeout=60,
+                                     limits=httpx.Limits(max_connections=64)) as http:  # fmt: skip
+            log(f"storing {report['workload']['stored_facts']} planted facts with StoreMemory")
+            report["store"] = await store_facts(stubs, workload, args)
+            report["concurrency"] = []
+            report["openviking_raw"] = []
+            for level in args.concurrency:
+                log(f"replaying {len(workload.sessions)}×{args.turns} at concurrency {level}")
+                result, _ = await phase_concurrency(stubs, workload, level, args, counter)
+                report["concurrency"].append(result)
+                log(f"  {result['turns']} turns in {result['wall_s']} s; errors "
+                    f"{ {k: v['errors'] for k, v in result['ops'].items()} }")  # fmt: skip
+                log(f"OpenViking-only equivalent at concurrency {level}")
+                raw = await phase_openviking_raw(http, workload, level, args)
+                report["openviking_raw"].append(raw)
+                log(f"  {raw['turns']} turns in {raw['wall_s']} s")
+            if args.compact_sessions or args.compact_turns:
+                log("compaction and expand")
+                report["compaction"] = await phase_compaction(stubs, workload, args)
+            log(f"single-session growth up to {args.growth_turns} turns (cap {args.growth_seconds} s)")
+            report["growth"] = await phase_growth(stubs, args, counter)
+            log("planted-fact recall probes")
+            report["recall"] = await phase_recall(stubs, workload, args, counter)
+        for channel in channels.values():
+            await channel.close()
+        rss: dict[str, Any] = {}
+        for name, proc in procs.items():
+            rss[f"engine:{name}"] = peak_rss_mb(proc.process.pid)
+        for managed in stack.processes:
+            rss[managed.spec.name] = peak_rss_mb(managed.pid)
+        report["peak_rss"] = rss
+    finally:
+        stop_engine(procs)
+    return report
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=32)
+    parser.add_argument("--turns", type=int, default=12)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--budget", type=int, default=2000, help="token budget of Assemble and the baselines")
+    parser.add_argument("--concurrency", type=lambda s: [int(x) for x in s.split(",")], default=[1, 8, 32])
+    parser.add_argument("--level-seconds", type=float, default=150, help="cap per concurrency level")
+    parser.add_argument("--compact-sessions", type=int, default=6, help="replayed sessions to compact")
+    parser.add_argument(
+        "--compact-turns", type=lambda s: [int(x) for x in s.split(",") if x], default=[50, 500]
+    )
+    parser.add_argument("--growth-turns", type=int, default=1000)
+    parser.add_argument("--growth-seconds", type=float, default=150)
+    parser.add_argument("--growth-budget", type=int, default=128_000)
+    parser.add_argument("--rpc-timeout", type=float, default=60)
+    parser.add_argument("--out", default="bench-results")
+    parser.add_argument(
+        "--docs", default=None, help="also write the markdown report here (docs/benchmarks.md)"
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = parse_args(argv)
+    t0 = time.time()
+    ensure_offline_tiktoken()
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    data_dir = Path(tempfile.mkdtemp(prefix="ce-bench-ov-"))
+    try:
+        stack_start = time.monotonic()
+        with LocalStack(
+            StackSettings(openviking_data_dir=data_dir, openviking_port=0, embeddings_port=0, llm=None)
+        ) as stack:
+            stack_seconds = time.monotonic() - stack_start
+            log(f"stack up in {stack_seconds:.0f} s: OpenViking {stack.openviking_url}")
+            report = asyncio.run(run_bench(args, stack, stack_seconds, t0))
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
+    report["total_seconds"] = round(time.time() - t0, 1)
+    table = summary_table(report)
+    (out_dir / "report.json").write_text(json.dumps(report, indent=2, default=str))
+    problem = write_chart(report, out_dir / "report.png")
+    md = markdown(report, table)
+    (out_dir / "report.md").write_text(md)
+    if args.docs:
+        Path(args.docs).write_text(md)
+    print("\n" + table + "\n", flush=True)
+    log(
+        f"total {report['total_seconds']:.0f} s; wrote {out_dir}/report.json"
+        + ("" if problem else f", {out_dir}/report.png")
+    )
+    if problem:
+        log(problem)
+
+
+if __name__ == "__main__":
+    main()
