@@ -25,7 +25,8 @@ _GREETING_WORDS = frozenset(
     {
         "hi", "hello", "hey", "yo", "hiya", "howdy", "thanks", "thank", "you", "thx", "ty", "ok", "okay",
         "k", "cool", "nice", "great", "good", "morning", "afternoon", "evening", "night", "bye", "goodbye",
-        "cheers", "a", "lot", "lots", "sure", "yes", "no", "yep", "nope", "lol", "there", "all", "much", "so", "very",
+        "cheers", "a", "lot", "lots", "sure", "yes", "no", "yep", "nope", "lol", "there", "all", "much",
+        "so", "very",
         "你好", "您好", "嗨", "哈喽", "谢谢", "多谢", "好的", "好", "嗯", "早上好", "晚上好",
         "晚安", "再见", "拜拜", "收到", "明白", "可以", "行", "对", "是的", "哈哈",
     }

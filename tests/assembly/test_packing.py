@@ -119,7 +119,7 @@ def test_token_counts_are_cached_per_message() -> None:
     profile=st.lists(st.text(min_size=1, max_size=200), max_size=2),
     anchor_last_user=st.booleans(),
 )
-def test_packing_properties(
+def test_packing_properties(  # noqa: PLR0917 - hypothesis passes strategies by name
     messages: list[common_pb2.ConversationMessage],
     budget: int,
     recent: int,

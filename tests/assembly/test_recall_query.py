@@ -16,7 +16,7 @@ from tests.assembly.helpers import assistant, user
         ("Hello there!", "greeting"),
         ("thanks a lot", "greeting"),
         ("你好", "greeting"),
-        ("谢谢！", "greeting"),
+        ("谢谢\uff01", "greeting"),
         ("ok?", "greeting"),
         ("abc", "too_short"),
         ("猫", "too_short"),
