@@ -1,3 +1,4 @@
+# ruff: noqa: RUF001, RUF002, PLR0915, PLR0917, ASYNC109
 """`make bench`: latency, throughput, token and recall benchmark of the engine over a local stack.
 
 Starts the local stack (embeddings + OpenViking, temp data dir, free ports, no LLM), then the
@@ -439,9 +440,16 @@ async def phase_concurrency(
 
     async def worker(session: Session) -> int:
         return await replay_session(
-            stubs, session, f"c{level}-{session.session_id}", args.budget, rec, counter, tokens,
-            args.rpc_timeout, stop_at,
-        )  # fmt: skip
+            stubs,
+            session,
+            f"c{level}-{session.session_id}",
+            args.budget,
+            rec,
+            counter,
+            tokens,
+            args.rpc_timeout,
+            stop_at,
+        )
 
     turns, wall = await run_pool(workload.sessions, level, worker)
     rpcs = sum(len(v) for v in rec.latencies.values())
@@ -506,7 +514,7 @@ async def phase_openviking_raw(
                             "score_threshold": 0.0,
                         },
                     ),
-                ),  # fmt: skip
+                ),
                 rec.time(
                     "ov.find",
                     ov_call(
@@ -522,7 +530,7 @@ async def phase_openviking_raw(
                             "tags": [f"agent={AGENT}"],
                         },
                     ),
-                ),  # fmt: skip
+                ),
                 rec.time(
                     "ov.session_context",
                     ov_call(
@@ -532,15 +540,20 @@ async def phase_openviking_raw(
                         user,
                         params={"token_budget": args.budget},
                     ),
-                ),  # fmt: skip
+                ),
             )
             rec.latencies["ov.assemble_equivalent"].append((time.perf_counter() - start) * 1000.0)
             roles = ["user"] + ["assistant"] * (len(texts) - 1)
             await rec.time(
                 "ov.add_messages_batch",
-                ov_call(http, "POST", f"/api/v1/sessions/{session_id}/messages/batch", user,
-                        json={"messages": [ov_message_body(r, t) for r, t in zip(roles, texts, strict=True)]}),
-            )  # fmt: skip
+                ov_call(
+                    http,
+                    "POST",
+                    f"/api/v1/sessions/{session_id}/messages/batch",
+                    user,
+                    json={"messages": [ov_message_body(r, t) for r, t in zip(roles, texts, strict=True)]},
+                ),
+            )
             done += 1
         return done
 
@@ -663,11 +676,14 @@ async def phase_growth(stubs: Stubs, args: argparse.Namespace, counter: TokenCou
         try:
             await stubs.capture.AfterTurn(
                 capture_pb2.AfterTurnRequest(
-                    identity=ident, messages=transcript, pre_prompt_message_count=before,
-                    token_budget=args.growth_budget, model=MODEL,
+                    identity=ident,
+                    messages=transcript,
+                    pre_prompt_message_count=before,
+                    token_budget=args.growth_budget,
+                    model=MODEL,
                 ),
                 timeout=args.rpc_timeout,
-            )  # fmt: skip
+            )
         except grpc.aio.AioRpcError as exc:
             errors.append(_describe(exc))
             continue
@@ -711,24 +727,39 @@ async def phase_recall(
     for session in workload.sessions:
         for turn in session.turns:
             user_history[session.user_id].extend(turn_plain_messages(turn))
-    methods = ("engine_new_session", "engine_same_session", "truncated_same_session",
-               "truncated_all_sessions", "legacy_recall_fallback")  # fmt: skip
+    methods = (
+        "engine_new_session",
+        "engine_same_session",
+        "truncated_same_session",
+        "truncated_all_sessions",
+        "legacy_recall_fallback",
+    )
     rows: list[dict[str, Any]] = []
     for fact in workload.facts:
         session = by_session[fact.session_id]
         needle = fact.needle.lower()
-        row: dict[str, Any] = {"fact": fact.fact_id, "stored": fact.stored, "kind": fact.kind,
-                               "planted_turn": fact.turn_index, "turns": len(session.turns)}  # fmt: skip
+        row: dict[str, Any] = {
+            "fact": fact.fact_id,
+            "stored": fact.stored,
+            "kind": fact.kind,
+            "planted_turn": fact.turn_index,
+            "turns": len(session.turns),
+        }
         probe_id = f"probe-{fact.session_id}"
         question = text_message(Role.MESSAGE_ROLE_USER, fact.question, f"{probe_id}-q")
         fresh = await rec.time(
             "Assemble(probe,new session)",
             stubs.assembly.Assemble(
-                assembly_pb2.AssembleRequest(identity=identity(fact.user_id, probe_id), messages=[question],
-                                             token_budget=args.budget, model=MODEL, prompt=fact.question),
+                assembly_pb2.AssembleRequest(
+                    identity=identity(fact.user_id, probe_id),
+                    messages=[question],
+                    token_budget=args.budget,
+                    model=MODEL,
+                    prompt=fact.question,
+                ),
                 timeout=args.rpc_timeout,
             ),
-        )  # fmt: skip
+        )
         row["engine_new_session"] = None if fresh is None else needle in assembled_text(fresh).lower()
         transcript: list[common_pb2.ConversationMessage] = []
         for turn in session.turns:
@@ -740,12 +771,16 @@ async def phase_recall(
         same = await rec.time(
             "Assemble(probe,same session)",
             stubs.assembly.Assemble(
-                assembly_pb2.AssembleRequest(identity=identity(fact.user_id, f"c1-{session.session_id}"),
-                                             messages=transcript, token_budget=args.budget, model=MODEL,
-                                             prompt=fact.question),
+                assembly_pb2.AssembleRequest(
+                    identity=identity(fact.user_id, f"c1-{session.session_id}"),
+                    messages=transcript,
+                    token_budget=args.budget,
+                    model=MODEL,
+                    prompt=fact.question,
+                ),
                 timeout=args.rpc_timeout,
             ),
-        )  # fmt: skip
+        )
         row["engine_same_session"] = None if same is None else needle in assembled_text(same).lower()
         own = [t for turn in session.turns for t in turn_plain_messages(turn)] + [fact.question]
         row["truncated_same_session"] = (
@@ -821,8 +856,13 @@ def machine_info() -> dict[str, Any]:
                 mem_gb = round(int(line.split()[1]) / 1024 / 1024, 1)
     except OSError:
         pass
-    return {"nproc": os.cpu_count(), "cpu": cpu, "mem_total_gb": mem_gb, "python": platform.python_version(),
-            "kernel": platform.release()}  # fmt: skip
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": cpu,
+        "mem_total_gb": mem_gb,
+        "python": platform.python_version(),
+        "kernel": platform.release(),
+    }
 
 
 def fmt(value: Any) -> str:
@@ -834,8 +874,11 @@ def fmt(value: Any) -> str:
 
 
 def summary_table(report: dict[str, Any]) -> str:
-    lines = ["| op | conc | n | err | p50 ms | p95 ms | p99 ms | OpenViking-only p50 ms | engine overhead p50 ms |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip
+    lines = [
+        "| op | conc | n | err | p50 ms | p95 ms | p99 ms | OpenViking-only p50 ms "
+        "| engine overhead p50 ms |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     raw = {r["concurrency"]: r for r in report.get("openviking_raw", [])}
     for level in report.get("concurrency", []):
         c = level["concurrency"]
@@ -846,33 +889,51 @@ def summary_table(report: dict[str, Any]) -> str:
                 continue
             ov = raw_ops.get(equiv, {}).get("p50_ms")
             overhead = s["p50_ms"] - ov if s["p50_ms"] is not None and ov is not None else None
-            lines.append(f"| {op} | {c} | {s['count']} | {s['errors']} | {fmt(s['p50_ms'])} | {fmt(s['p95_ms'])} | "
-                         f"{fmt(s['p99_ms'])} | {fmt(ov)} | {fmt(overhead)} |")  # fmt: skip
+            lines.append(
+                f"| {op} | {c} | {s['count']} | {s['errors']} | {fmt(s['p50_ms'])} | {fmt(s['p95_ms'])} | "
+                f"{fmt(s['p99_ms'])} | {fmt(ov)} | {fmt(overhead)} |"
+            )
     for op, s in report.get("compaction", {}).get("ops", {}).items():
-        lines.append(f"| {op} | 1 | {s['count']} | {s['errors']} | {fmt(s['p50_ms'])} | {fmt(s['p95_ms'])} | "
-                     f"{fmt(s['p99_ms'])} | — | — |")  # fmt: skip
+        lines.append(
+            f"| {op} | 1 | {s['count']} | {s['errors']} | {fmt(s['p50_ms'])} | {fmt(s['p95_ms'])} | "
+            f"{fmt(s['p99_ms'])} | — | — |"
+        )
     growth = report.get("growth", {})
     if growth.get("afterturn"):
         s = growth["afterturn"]
-        lines.append(f"| AfterTurn (1 session, {growth['turns_done']} turns) | 1 | {s['count']} | {s['errors']} | "
-                     f"{fmt(s['p50_ms'])} | {fmt(s['p95_ms'])} | {fmt(s['p99_ms'])} | — | — |")  # fmt: skip
+        lines.append(
+            f"| AfterTurn (1 session, {growth['turns_done']} turns) | 1 | {s['count']} | {s['errors']} | "
+            f"{fmt(s['p50_ms'])} | {fmt(s['p95_ms'])} | {fmt(s['p99_ms'])} | — | — |"
+        )
     out = ["\n".join(lines), ""]
-    out.append("| concurrency | turns | wall s | turns/s | RPC/s | OpenViking-only turns/s | assembled tok/turn | "
-               "transcript tok/turn | assembled/transcript |")  # fmt: skip
+    out.append(
+        "| concurrency | turns | wall s | turns/s | RPC/s | OpenViking-only turns/s | assembled tok/turn | "
+        "transcript tok/turn | assembled/transcript |"
+    )
     out.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for level in report.get("concurrency", []):
         t = level.get("tokens", {})
         rawl = raw.get(level["concurrency"], {})
-        out.append(f"| {level['concurrency']} | {level['turns']} | {fmt(level['wall_s'])} | {fmt(level['turns_per_s'])} | "
-                   f"{fmt(level['rpcs_per_s'])} | {fmt(rawl.get('turns_per_s'))} | {fmt(t.get('assembled_tokens_mean'))} | "
-                   f"{fmt(t.get('transcript_tokens_mean'))} | {fmt(t.get('assembled_over_transcript_mean'))} |")  # fmt: skip
+        out.append(
+            f"| {level['concurrency']} | {level['turns']} | {fmt(level['wall_s'])} "
+            f"| {fmt(level['turns_per_s'])} | {fmt(level['rpcs_per_s'])} | {fmt(rawl.get('turns_per_s'))} "
+            f"| {fmt(t.get('assembled_tokens_mean'))} | "
+            f"{fmt(t.get('transcript_tokens_mean'))} | {fmt(t.get('assembled_over_transcript_mean'))} |"
+        )
     recall = report.get("recall", {}).get("hit_rate", {})
     if recall:
-        out += ["", "| planted-fact hit rate | all | stored with StoreMemory | only said in conversation |",
-                "|---|---:|---:|---:|"]  # fmt: skip
+        out += [
+            "",
+            "| planted-fact hit rate | all | stored with StoreMemory | only said in conversation |",
+            "|---|---:|---:|---:|",
+        ]
         for method, parts in recall.items():
-            cells = [f"{fmt(parts[k]['rate'])} ({parts[k]['hits']}/{parts[k]['n']})" if parts[k]["rate"] is not None
-                     else "—" for k in ("all", "stored", "conversation_only")]  # fmt: skip
+            cells = [
+                f"{fmt(parts[k]['rate'])} ({parts[k]['hits']}/{parts[k]['n']})"
+                if parts[k]["rate"] is not None
+                else "—"
+                for k in ("all", "stored", "conversation_only")
+            ]
             out.append(f"| {method} | " + " | ".join(cells) + " |")
     rss = report.get("peak_rss", {})
     if rss:
@@ -969,11 +1030,14 @@ def markdown(report: dict[str, Any], table: str) -> str:
 
 Measured by `make bench` (`.venv/bin/python -m tests.bench.run`), source in `tests/bench/`.
 
-- Machine: {m["nproc"]} CPUs ({m["cpu"]}), {m["mem_total_gb"]} GB RAM, Python {m["python"]}, Linux {m["kernel"]}.
+- Machine: {m["nproc"]} CPUs ({m["cpu"]}), {m["mem_total_gb"]} GB RAM, Python {m["python"]},
+  Linux {m["kernel"]}.
 - Command: `{report["command"]}`
-- Run: {report["started_at"]}, total {report["total_seconds"]:.0f} s including stack startup ({report["stack_startup_seconds"]:.0f} s).
-- Workload: seed {a["seed"]}, {a["sessions"]} sessions × {a["turns"]} turns over {report["workload"]["users"]} users,
-  tool results 80 B–6 kB, topic drift, one planted preference/decision per session; token budget {a["budget"]}.
+- Run: {report["started_at"]}, total {report["total_seconds"]:.0f} s including stack startup
+  ({report["stack_startup_seconds"]:.0f} s).
+- Workload: seed {a["seed"]}, {a["sessions"]} sessions × {a["turns"]} turns over
+  {report["workload"]["users"]} users, tool results 80 B–6 kB, topic drift, one planted
+  preference/decision per session; token budget {a["budget"]}.
 - Topology: embedding server + OpenViking 0.5.2 (local stack, temp data dir) and the three services as
   separate processes (`python -m shared.runtime.main --service X`), all on the same machine.
 - No LLM: OpenViking extracts no memories from conversation and commits archive without summaries.
@@ -1020,7 +1084,7 @@ async def run_bench(
             "users": len(workload.users),
             "facts": len(workload.facts),
             "stored_facts": sum(f.stored for f in workload.facts),
-        },  # fmt: skip
+        },
         "stack_startup_seconds": stack_seconds,
         "extraction": stack.extraction_description,
         "notes": ["No LLM: extraction is off; every other planted fact is stored with StoreMemory."],
@@ -1048,8 +1112,9 @@ async def run_bench(
             assembly=assembly_pb2_grpc.AssemblyServiceStub(channels["assembly"]),
             compaction=compaction_pb2_grpc.CompactionServiceStub(channels["compaction"]),
         )
-        async with httpx.AsyncClient(base_url=stack.openviking_url, timeout=60,
-                                     limits=httpx.Limits(max_connections=64)) as http:  # fmt: skip
+        async with httpx.AsyncClient(
+            base_url=stack.openviking_url, timeout=60, limits=httpx.Limits(max_connections=64)
+        ) as http:
             log(f"storing {report['workload']['stored_facts']} planted facts with StoreMemory")
             report["store"] = await store_facts(stubs, workload, args)
             report["concurrency"] = []
@@ -1058,8 +1123,10 @@ async def run_bench(
                 log(f"replaying {len(workload.sessions)}×{args.turns} at concurrency {level}")
                 result, _ = await phase_concurrency(stubs, workload, level, args, counter)
                 report["concurrency"].append(result)
-                log(f"  {result['turns']} turns in {result['wall_s']} s; errors "
-                    f"{ {k: v['errors'] for k, v in result['ops'].items()} }")  # fmt: skip
+                log(
+                    f"  {result['turns']} turns in {result['wall_s']} s; errors "
+                    f"{ {k: v['errors'] for k, v in result['ops'].items()} }"
+                )
                 log(f"OpenViking-only equivalent at concurrency {level}")
                 raw = await phase_openviking_raw(http, workload, level, args)
                 report["openviking_raw"].append(raw)
