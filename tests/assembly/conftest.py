@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -12,13 +12,11 @@ from services.assembly import AssemblyBackend, SummarySource, build_assembly_ser
 from shared.config import Settings
 from shared.runtime.server import ServiceHost
 
-StubFactory = Callable[..., Any]
-
 
 @asynccontextmanager
 async def assembly_stub(
     settings: Settings, backend: AssemblyBackend, summaries: SummarySource | None = None
-) -> AsyncIterator[assembly_pb2_grpc.AssemblyServiceStub]:
+) -> AsyncIterator[Any]:
     """AssemblyService on a real in-process gRPC server (port 0), and a stub connected to it."""
     host = ServiceHost(settings, [build_assembly_service(settings, backend, summaries)])
     port = await host.start(port=0)

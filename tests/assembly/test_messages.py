@@ -55,9 +55,13 @@ def test_tool_call_outside_assistant_and_bad_json() -> None:
 
 
 def test_empty_block_host_fields_and_size() -> None:
-    assert _field([common_pb2.ConversationMessage(role=1, content=[common_pb2.ContentBlock()])]) == (
-        "messages[0].content[0]"
-    )
+    assert _field(
+        [
+            common_pb2.ConversationMessage(
+                role=common_pb2.MESSAGE_ROLE_USER, content=[common_pb2.ContentBlock()]
+            )
+        ]
+    ) == ("messages[0].content[0]")
     msg = user("x")
     msg.host_fields.json = "[1]"
     assert _field([msg]) == "messages[0].host_fields.json"
