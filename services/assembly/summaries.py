@@ -2,8 +2,8 @@
 
 `SummarySource` is the narrow seam; `OpenVikingSessionSummaries` reads the
 `latest_archive_overview` of the stream's OpenViking session(s) from `GET /sessions/{id}/context`.
-Which OpenViking sessions belong to a stream is decided by capture's stream state; until that is
-wired in, a resolver function is passed in (default: the stream id).
+Which OpenViking sessions belong to a stream is decided by the engine's stream state
+(`stream_sessions`).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from contextengine.v1 import packet_pb2
 
 from services.assembly.ports import SessionContextReader
 from shared.domain.identity import RequestIdentity
+from shared.domain.stream_state import StreamStateStore
 from shared.errors import BackendNotFound
 
 SessionIdResolver = Callable[[RequestIdentity, float], Awaitable[Sequence[str]]]
@@ -30,15 +31,20 @@ class SummarySource(Protocol):
     ) -> list[packet_pb2.CompactSummary]: ...
 
 
-async def stream_id_sessions(identity: RequestIdentity, deadline: float) -> Sequence[str]:
-    """Default resolver: one OpenViking session per stream, named by the stream id."""
-    return [identity.stream_id]
+def stream_sessions(store: StreamStateStore) -> SessionIdResolver:
+    """Resolver over the engine's stream state: every OpenViking session of the stream."""
+
+    async def resolve(identity: RequestIdentity, deadline: float) -> Sequence[str]:
+        state = await store.load(identity, deadline=deadline)
+        return state.sessions if state else []
+
+    return resolve
 
 
 class OpenVikingSessionSummaries:
     """Archive overviews of the stream's OpenViking sessions; a missing session has none."""
 
-    def __init__(self, client: SessionContextReader, resolve: SessionIdResolver = stream_id_sessions) -> None:
+    def __init__(self, client: SessionContextReader, resolve: SessionIdResolver) -> None:
         self._client = client
         self._resolve = resolve
 

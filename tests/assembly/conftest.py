@@ -8,9 +8,19 @@ import grpc
 from contextengine.v1 import assembly_pb2_grpc
 from grpc import aio
 
-from services.assembly import AssemblyBackend, SummarySource, build_assembly_service
+from services.assembly import (
+    AssemblyBackend,
+    OpenVikingSessionSummaries,
+    SummarySource,
+    assembly_service_spec,
+)
+from services.assembly.summaries import stream_sessions
 from shared.config import Settings
+from shared.domain.documents import DocumentStore
+from shared.domain.stream_state import StreamStateStore
+from shared.openviking.client import OpenVikingClient
 from shared.runtime.server import ServiceHost
+from tests.assembly.helpers import FixedSummaries
 
 
 @asynccontextmanager
@@ -18,7 +28,13 @@ async def assembly_stub(
     settings: Settings, backend: AssemblyBackend, summaries: SummarySource | None = None
 ) -> AsyncIterator[Any]:
     """AssemblyService on a real in-process gRPC server (port 0), and a stub connected to it."""
-    host = ServiceHost(settings, [build_assembly_service(settings, backend, summaries)])
+    if summaries is None and isinstance(backend, OpenVikingClient):
+        summaries = OpenVikingSessionSummaries(
+            backend, stream_sessions(StreamStateStore(DocumentStore(backend)))
+        )
+    elif summaries is None:
+        summaries = FixedSummaries()
+    host = ServiceHost(settings, [assembly_service_spec(settings, backend, summaries)])
     port = await host.start(port=0)
     channel = aio.insecure_channel(f"{settings.grpc_host}:{port}")
     try:
