@@ -57,8 +57,12 @@ lint: install ## ruff, buf lint (and buf breaking against main when it has v1)
 typecheck: install ## mypy --strict on our packages
 	$(BIN)/mypy
 
+.PHONY: k8s-check
+k8s-check: install ## Validate k8s/ and the Dockerfiles offline (kustomize, kubernetes-validate, checkov, hadolint, build context)
+	scripts/check-k8s.sh
+
 .PHONY: test
-test: install protos-check lint typecheck ## Everything CI checks: drift, lint, types, unit + integration tests
+test: install protos-check lint typecheck k8s-check ## Everything CI checks: drift, lint, types, k8s, unit + integration tests
 	$(BIN)/pytest -q
 
 .PHONY: run
