@@ -51,6 +51,7 @@ class ManagedProcess:
     def __init__(self, spec: ProcessSpec, process: subprocess.Popen[bytes]) -> None:
         self.spec = spec
         self._process = process
+        self._spawned_at = time.monotonic()
         self.startup_seconds: float | None = None
         """Seconds from spawn to ready, once ready."""
 
@@ -81,8 +82,8 @@ class ManagedProcess:
 
     def wait_ready(self, timeout: float, report: Reporter = print_progress) -> float:
         """Block until the ready URL answers 200; return the seconds since spawn."""
-        started = time.monotonic()
-        next_report = started + PROGRESS_EVERY_SECONDS
+        started = self._spawned_at
+        next_report = time.monotonic() + PROGRESS_EVERY_SECONDS
         with httpx.Client(timeout=2.0) as client:
             while True:
                 elapsed = time.monotonic() - started

@@ -3,7 +3,8 @@
 Test-only. OpenViking sends (observed against 0.5.2, see tests/localstack/test_standin_llm.py):
 
 * working-memory summary: one user message whose conversation sits between ``<session_content>``
-  tags as ``[role]: text`` lines; the reply (Markdown, 7 fixed sections) becomes the archive overview;
+  tags as ``[role]: text`` lines (later commits add the previous summary between
+  ``<previous_working_memory>`` tags); the reply (Markdown, 7 fixed sections) becomes the overview;
 * long-term extraction: a system prompt describing a restricted Python "memory SDK" plus a user
   message ``## Conversation History`` with numbered lines ``[idx][role][speaker]: text`` (speaker is
   the message's peer_id, else the role); the reply must be ``sdk.*(...)`` calls ending in ``sdk.commit()``.
@@ -25,6 +26,9 @@ from typing import Any, Literal
 
 WORKING_MEMORY_OPEN = "<session_content>"
 WORKING_MEMORY_CLOSE = "</session_content>"
+PREVIOUS_MEMORY_OPEN = "<previous_working_memory>"
+PREVIOUS_MEMORY_CLOSE = "</previous_working_memory>"
+KEY_FACTS_HEADING = "## Key Facts & Decisions"
 EXTRACTION_MARKER = "## Conversation History"
 MODEL_ID = "standin-llm"
 
@@ -81,6 +85,22 @@ def parse_working_memory_conversation(prompt: str) -> list[ConversationLine]:
     return lines
 
 
+def parse_previous_key_facts(prompt: str) -> list[str]:
+    """Key-fact bullets of the previous Working Memory a later commit sends along (else [])."""
+    start = prompt.find(PREVIOUS_MEMORY_OPEN)
+    end = prompt.find(PREVIOUS_MEMORY_CLOSE, start)
+    if start < 0 or end < 0:
+        return []
+    facts: list[str] = []
+    in_section = False
+    for raw in prompt[start + len(PREVIOUS_MEMORY_OPEN) : end].splitlines():
+        if raw.startswith("## "):
+            in_section = raw.strip() == KEY_FACTS_HEADING
+        elif in_section and raw.startswith("- ") and raw.strip() != "- None.":
+            facts.append(raw[2:].strip())
+    return facts
+
+
 def parse_extraction_conversation(prompt: str) -> list[ConversationLine]:
     """The numbered ``[idx][role][speaker]: text`` lines of the extraction request."""
     lines: list[ConversationLine] = []
@@ -99,12 +119,13 @@ def parse_extraction_conversation(prompt: str) -> list[ConversationLine]:
     return [_strip_trailing_blank(line) for line in lines]
 
 
-def working_memory_reply(lines: Sequence[ConversationLine]) -> str:
-    """The 7-section Working Memory document, derived from the conversation."""
+def working_memory_reply(lines: Sequence[ConversationLine], previous_facts: Sequence[str] = ()) -> str:
+    """The 7-section Working Memory document, derived from the conversation (plus carried-over facts)."""
     user_lines = [line.text for line in lines if line.role == "user"]
     first = user_lines[0] if user_lines else "empty session"
     title = " ".join(first.split()[:8])
-    facts = [text for text in user_lines if _KEY_FACT.search(text)]
+    new_facts = [" ".join(text.split()) for text in user_lines if _KEY_FACT.search(text)]
+    facts = list(dict.fromkeys([*previous_facts, *new_facts]))
     paths = sorted({path for line in lines for path in _PATH.findall(line.text)})
     questions = [text for text in user_lines if text.rstrip().endswith("?")]
     last = user_lines[-1] if user_lines else "nothing yet"
@@ -112,7 +133,7 @@ def working_memory_reply(lines: Sequence[ConversationLine]) -> str:
         "Session Title": [title],
         "Current State": [f"{len(lines)} messages so far; the latest user message: {last}"],
         "Task & Goals": _bullets(user_lines[:3]),
-        "Key Facts & Decisions": _bullets(facts),
+        KEY_FACTS_HEADING[3:]: _bullets(facts),
         "Files & Context": _bullets(paths),
         "Errors & Corrections": _bullets([]),
         "Open Issues": _bullets(questions),
@@ -159,7 +180,7 @@ def reply_for(messages: Sequence[dict[str, Any]], owner: str) -> str:
     kind = classify(messages)
     texts = "\n".join(_content_text(message) for message in messages)
     if kind == "working_memory":
-        return working_memory_reply(parse_working_memory_conversation(texts))
+        return working_memory_reply(parse_working_memory_conversation(texts), parse_previous_key_facts(texts))
     if kind == "extraction":
         return extraction_reply(parse_extraction_conversation(texts), owner)
     return "sdk.commit()\n"
