@@ -9,7 +9,6 @@ from services.assembly import injection as assembly_injection
 from services.capture import injections
 from services.capture.decision import capture_decision
 from services.capture.memories import (
-    SearchHit,
     checked_forget_uri,
     memory_tags,
     memory_uri,
@@ -17,6 +16,7 @@ from services.capture.memories import (
 )
 from shared.domain.identity import RequestIdentity
 from shared.errors import InvalidArgument, PermissionDenied
+from shared.openviking.models.search import SearchHit
 from shared.openviking.tenant import Tenant
 from tests.capture.messages import assistant, injected_recall, tool_call, tool_result, user
 
@@ -48,7 +48,7 @@ def test_mixed_assistant_message_keeps_its_own_blocks() -> None:
     mixed.content.append(
         common_pb2.ContentBlock(
             tool_call=common_pb2.ToolCallBlock(
-                id="auto1", name="memory_recall_auto", arguments={"json": "{}"}
+                id="auto1", name="memory_recall_auto", arguments=common_pb2.JsonValue(json="{}")
             )
         )
     )

@@ -1,0 +1,98 @@
+"""A write that fails between claim and release leaves nothing skipped and nothing doubled.
+
+The OpenViking client here is real; a subclass fails `add_messages` before or after the real
+append (an ambiguous failure: the request landed but the answer was lost).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+
+from services.capture.transcript import Candidate, ClaimPlan, TranscriptWriter
+from shared.config import load_settings
+from shared.domain.documents import DocumentStore
+from shared.domain.identity import parse_identity
+from shared.domain.stream_state import StreamState, StreamStateStore
+from shared.errors import BackendUnavailable
+from shared.openviking.models.parts import NewMessage
+from shared.openviking.models.sessions import MessagesAdded
+from shared.openviking.tenant import Tenant
+from shared.runtime.context import build_openviking_client
+from shared.tokens import TokenCounter
+from tests.capture.conftest import new_identity
+from tests.capture.messages import conversation
+from tests.capture.test_capture_service import stored_turns
+from tests.support.stack import OpenVikingEndpoint
+
+pytestmark = pytest.mark.stack
+
+
+class FlakyAppend:
+    """Wraps the real client; the next `add_messages` fails before or after really appending."""
+
+    def __init__(self, real: object, *, after: bool) -> None:
+        self._real = real
+        self.after = after
+        self.armed = True
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._real, name)
+
+    async def add_messages(
+        self,
+        tenant: Tenant,
+        session_id: str,
+        messages: Sequence[NewMessage],
+        *,
+        deadline: float | None = None,
+    ) -> MessagesAdded:
+        if self.armed and not self.after:
+            self.armed = False
+            raise BackendUnavailable("injected failure before the append")
+        result: MessagesAdded = await self._real.add_messages(tenant, session_id, messages, deadline=deadline)  # type: ignore[attr-defined]
+        if self.armed:
+            self.armed = False
+            raise BackendUnavailable("injected failure after the append (answer lost)")
+        return result
+
+
+@pytest.mark.parametrize("after", [False, True], ids=["fails-before-append", "fails-after-append"])
+async def test_failed_append_is_repaired_on_the_next_delivery(
+    openviking: OpenVikingEndpoint, after: bool
+) -> None:
+    settings = load_settings(environ={}, overrides={"baseUrl": openviking.base_url})
+    async with build_openviking_client(settings) as ov:
+        identity_msg = new_identity()
+        identity = parse_identity(
+            identity_msg, default_agent_id="a", default_account_id="d", session_required=True
+        )
+        transcript = conversation(3)
+        states = StreamStateStore(DocumentStore(ov))
+        flaky = TranscriptWriter(FlakyAppend(ov, after=after), states)  # type: ignore[arg-type]
+        healthy = TranscriptWriter(ov, states)
+        counter = TokenCounter("cl100k_base")
+
+        def plan(state: StreamState) -> ClaimPlan | None:
+            start = state.last_sequence + 1
+            if start >= len(transcript):
+                return None
+            return ClaimPlan(
+                start,
+                len(transcript) - 1,
+                [Candidate(i, transcript[i]) for i in range(start, len(transcript))],
+            )
+
+        with pytest.raises(BackendUnavailable):
+            await flaky.write(identity, plan, counter)
+        state = await states.load(identity)
+        assert state is not None and state.pending_write is not None  # claimed, marked for repair
+        result = await healthy.write(identity, plan, counter)
+        stored = await stored_turns(ov, identity_msg)
+        assert [s for s, _ in stored] == list(range(len(transcript)))
+        assert len(result.persisted) == (0 if after else len(transcript))
+        final = await states.load(identity)
+        assert final is not None and final.pending_write is None
+        assert final.last_sequence == len(transcript) - 1
+        assert final.turns_since_compaction == 3
