@@ -1,7 +1,9 @@
-"""Server interceptors: the one place where engine errors become gRPC statuses."""
+"""Server interceptors: the one place where engine errors become gRPC statuses, and where
+in-flight calls are counted for the shutdown drain."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
@@ -16,8 +18,31 @@ log = logging.getLogger(__name__)
 UnaryHandler = Callable[[Any, aio.ServicerContext[Any, Any]], Awaitable[Any]]
 
 
-def _map_errors(method: str, inner: UnaryHandler) -> UnaryHandler:
+class InflightCalls:
+    """How many calls are running; `wait_idle` lets shutdown wait for them."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
+
+    def enter(self) -> None:
+        self.count += 1
+        self._idle.clear()
+
+    def exit(self) -> None:
+        self.count -= 1
+        if self.count == 0:
+            self._idle.set()
+
+    async def wait_idle(self) -> None:
+        """Return once no call is running (bound it with `asyncio.timeout`)."""
+        await self._idle.wait()
+
+
+def _map_errors(method: str, inner: UnaryHandler, inflight: InflightCalls) -> UnaryHandler:
     async def handler(request: Any, context: aio.ServicerContext[Any, Any]) -> Any:
+        inflight.enter()
         try:
             return await inner(request, context)
         except ContextEngineError as exc:
@@ -28,12 +53,18 @@ def _map_errors(method: str, inner: UnaryHandler) -> UnaryHandler:
         except Exception:
             log.exception("%s failed with an unexpected error", method)
             await context.abort(grpc.StatusCode.INTERNAL, "internal error")
+        finally:
+            inflight.exit()
 
     return handler
 
 
 class ErrorMappingInterceptor(aio.ServerInterceptor):
-    """Maps `ContextEngineError` to its status and anything else to a bare INTERNAL."""
+    """Maps `ContextEngineError` to its status and anything else to a bare INTERNAL; counts
+    running calls in `inflight`."""
+
+    def __init__(self, inflight: InflightCalls) -> None:
+        self._inflight = inflight
 
     async def intercept_service(
         self,
@@ -45,7 +76,7 @@ class ErrorMappingInterceptor(aio.ServerInterceptor):
             return handler
         inner = cast(UnaryHandler, handler.unary_unary)
         return grpc.unary_unary_rpc_method_handler(
-            _map_errors(handler_call_details.method, inner),
+            _map_errors(handler_call_details.method, inner, self._inflight),
             request_deserializer=handler.request_deserializer,
             response_serializer=handler.response_serializer,
         )

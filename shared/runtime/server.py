@@ -1,10 +1,12 @@
 """One gRPC server hosting one service (or all three), with health, reflection and a drain.
 
-Shutdown order on SIGTERM/SIGINT or `stop()`:
+Shutdown order on SIGTERM/SIGINT or `stop()`, all within the grace period:
 1. every health status -> NOT_SERVING (load balancers stop sending new calls);
-2. `server.stop(grace)`: in-flight calls finish within the grace period, new ones are refused;
-3. each service's shutdown hook runs (capture commits pending sessions here);
-4. closers run (OpenViking client, channels), then telemetry is flushed by the caller.
+2. in-flight calls finish;
+3. each service's shutdown hook runs while the server still answers (capture commits pending
+   sessions here, through CompactionService, which may be in this very process);
+4. `server.stop(remaining grace)`: calls the hooks started finish, new ones are refused;
+5. closers run (OpenViking client, channels, telemetry flush).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -20,7 +23,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from shared.config import Settings
-from shared.runtime.interceptors import ErrorMappingInterceptor
+from shared.runtime.interceptors import ErrorMappingInterceptor, InflightCalls
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +71,9 @@ class ServiceHost:
         self._services = list(services)
         self._closers = list(closers)
         self._health = health.aio.HealthServicer()
+        self._inflight = InflightCalls()
         self._server = aio.server(
-            interceptors=[*extra_interceptors, ErrorMappingInterceptor()],
+            interceptors=[*extra_interceptors, ErrorMappingInterceptor(self._inflight)],
             options=server_options(settings),
         )
         self._stopped = asyncio.Event()
@@ -104,11 +108,18 @@ class ServiceHost:
         log.info(
             "shutting down: NOT_SERVING, draining for up to %.0fs", self._settings.shutdown_grace_seconds
         )
+        grace = self._settings.shutdown_grace_seconds
+        deadline = time.monotonic() + grace
         await self._health.enter_graceful_shutdown()
-        await self._server.stop(self._settings.shutdown_grace_seconds)
+        try:
+            async with asyncio.timeout(grace):
+                await self._inflight.wait_idle()
+        except TimeoutError:
+            log.warning("%d calls still running after the grace period", self._inflight.count)
         for spec in self._services:
             for hook in spec.on_shutdown:
                 await _run_safely(hook, f"{spec.name} shutdown hook")
+        await self._server.stop(max(0.0, deadline - time.monotonic()))
         for closer in self._closers:
             await _run_safely(closer, "closer")
         log.info("stopped")
