@@ -59,7 +59,9 @@ def test_upstream_plugin_config_file_starts(tmp_path: Path) -> None:
 def test_every_invalid_value_is_reported_by_name(tmp_path: Path) -> None:
     path = tmp_path / "bad.json"
     path.write_text(
-        json.dumps({"recallLimit": 0, "compactCommitThreshold": 1.5, "mode": "cloud", "recentRawTurnCount": "x"})
+        json.dumps(
+            {"recallLimit": 0, "compactCommitThreshold": 1.5, "mode": "cloud", "recentRawTurnCount": "x"}
+        )
     )
     with pytest.raises(ConfigurationError) as caught:
         load_settings(path, environ={"CONTEXT_ENGINE_BASE_URL": "not a url"})

@@ -124,7 +124,10 @@ def _recall_request() -> assembly_pb2.RecallMemoriesRequest:
 
 
 def test_sigterm_drains_an_in_flight_call(slow_openviking: str) -> None:
-    with running_service("assembly", slow_openviking) as (process, address), grpc.insecure_channel(address) as channel:
+    with (
+        running_service("assembly", slow_openviking) as (process, address),
+        grpc.insecure_channel(address) as channel,
+    ):
         stub = assembly_pb2_grpc.AssemblyServiceStub(channel)
         future = stub.RecallMemories.future(_recall_request(), timeout=30)
         time.sleep(SLOW_FIND_SECONDS / 2)  # the call is now waiting on the slow backend
@@ -147,6 +150,7 @@ def test_node_client_calls_a_live_service(slow_openviking: str) -> None:
             capture_output=True,
             text=True,
             timeout=120,
+            check=False,
         )
     assert out.returncode == 0, out.stderr
     response = json.loads(out.stdout)

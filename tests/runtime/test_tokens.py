@@ -7,7 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from shared.tokens import SHIPPED_ENCODINGS, TokenCounter, encoding_for_model, seed_tiktoken_cache, tiktoken_cache_key
+from shared.tokens import (
+    SHIPPED_ENCODINGS,
+    TokenCounter,
+    encoding_for_model,
+    seed_tiktoken_cache,
+    tiktoken_cache_key,
+)
 
 # Ids published by OpenAI's tokenizer for these strings.
 EXPECTED_IDS = {
