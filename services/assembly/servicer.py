@@ -17,9 +17,11 @@ from services.assembly.assemble import (
 from services.assembly.ports import AssemblyBackend
 from services.assembly.summaries import SummarySource
 from shared.config import Settings
-from shared.domain.identity import RequestIdentity, parse_identity
+from shared.domain.identity import request_identity
 from shared.domain.messages import MAX_TEXT_CHARS, validate_messages
 from shared.errors import FailedPrecondition, InvalidArgument
+from shared.telemetry import attributes as attr
+from shared.telemetry.metrics import record_assembled_tokens, record_recall_hits
 
 MAX_RECALL_LIMIT = 100
 
@@ -32,14 +34,6 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
         self._backend = backend
         self._summaries = summaries
 
-    def _identity(self, identity: common_pb2.Identity, *, session_required: bool) -> RequestIdentity:
-        return parse_identity(
-            identity,
-            default_agent_id=self._settings.agent_id,
-            default_account_id=self._settings.default_account_id,
-            session_required=session_required,
-        )
-
     def _deadline(self, context: Context) -> float:
         return retrieval_deadline(
             time.monotonic(), context.time_remaining(), self._settings.recall_timeout_ms
@@ -48,7 +42,10 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
     async def Assemble(  # noqa: N802 - gRPC method name
         self, request: assembly_pb2.AssembleRequest, context: Context
     ) -> assembly_pb2.AssembleResponse:
-        identity = self._identity(request.identity, session_required=True)
+        identity = request_identity(request.identity, self._settings, session_required=True)
+        attr.set_identity(
+            account_id=identity.tenant.account_id, session_id=identity.session_id, agent_id=identity.agent_id
+        )
         if request.token_budget < 0:
             raise InvalidArgument("token_budget", "must be >= 0 (0 means the configured default)")
         if len(request.prompt) > MAX_TEXT_CHARS:
@@ -65,6 +62,13 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
             prompt=request.prompt,
             deadline=self._deadline(context),
         )
+        tokens = result.packet.tokens
+        attr.set_tokens(
+            budget=tokens.budget, used=tokens.used, cut=tokens.recalled_memories_cut + tokens.summaries_cut
+        )
+        attr.set_recall(recalled=len(result.packet.recalled_memories), degraded=result.packet.degraded)
+        record_assembled_tokens(result.estimated_tokens)
+        record_recall_hits(len(result.packet.recalled_memories), degraded=result.packet.degraded)
         return assembly_pb2.AssembleResponse(
             messages=result.messages,
             estimated_tokens=result.estimated_tokens,
@@ -75,7 +79,7 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
     async def RecallMemories(  # noqa: N802 - gRPC method name
         self, request: assembly_pb2.RecallMemoriesRequest, context: Context
     ) -> assembly_pb2.RecallMemoriesResponse:
-        identity = self._identity(request.identity, session_required=False)
+        identity = request_identity(request.identity, self._settings, session_required=False)
         if not request.query.strip():
             raise InvalidArgument("query", "is required")
         if len(request.query) > MAX_TEXT_CHARS:
@@ -101,7 +105,7 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
     ) -> assembly_pb2.RecallFallbackResponse:
         if not self._settings.fallback_recall_enabled:
             raise FailedPrecondition("fallback recall is disabled (fallbackRecallEnabled=false)")
-        identity = self._identity(request.identity, session_required=False)
+        identity = request_identity(request.identity, self._settings, session_required=False)
         if len(request.prompt) > MAX_TEXT_CHARS:
             raise InvalidArgument("prompt", f"is longer than {MAX_TEXT_CHARS} characters")
         result = await recall_fallback_block(

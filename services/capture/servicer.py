@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import time
 
-from contextengine.v1 import capture_pb2, capture_pb2_grpc, common_pb2
+from contextengine.v1 import capture_pb2, capture_pb2_grpc, checkpoint_pb2
 from grpc import aio
 
 from services.capture import memories
 from services.capture.turns import TurnCapture
 from shared.config import Settings
-from shared.domain.identity import RequestIdentity, parse_identity
+from shared.domain.identity import request_identity
 from shared.domain.messages import validate_messages
 from shared.errors import InvalidArgument
 from shared.openviking.client import OpenVikingClient
+from shared.telemetry import attributes as attr
+from shared.telemetry.metrics import record_trigger
 
 SKIPPED_CAPTURE_OFF = "auto_capture_disabled"
 SKIPPED_HEARTBEAT = "heartbeat"
@@ -30,14 +32,6 @@ class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
         self._ov = openviking
         self._turns = turns
 
-    def _identity(self, identity: common_pb2.Identity, *, session_required: bool) -> RequestIdentity:
-        return parse_identity(
-            identity,
-            default_agent_id=self._settings.agent_id,
-            default_account_id=self._settings.default_account_id,
-            session_required=session_required,
-        )
-
     async def AfterTurn(  # noqa: N802 - gRPC method name
         self, request: capture_pb2.AfterTurnRequest, context: aio.ServicerContext[object, object]
     ) -> capture_pb2.AfterTurnResponse:
@@ -45,7 +39,10 @@ class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
             return capture_pb2.AfterTurnResponse(last_sequence=-1, skipped_reason=SKIPPED_CAPTURE_OFF)
         if request.is_heartbeat:
             return capture_pb2.AfterTurnResponse(last_sequence=-1, skipped_reason=SKIPPED_HEARTBEAT)
-        identity = self._identity(request.identity, session_required=True)
+        identity = request_identity(request.identity, self._settings, session_required=True)
+        attr.set_identity(
+            account_id=identity.tenant.account_id, session_id=identity.session_id, agent_id=identity.agent_id
+        )
         validate_messages(request.messages)
         if not 0 <= request.pre_prompt_message_count <= len(request.messages):
             raise InvalidArgument(
@@ -61,6 +58,20 @@ class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
             model=request.model,
             deadline=deadline_of(context),
         )
+        attr.set_turn(
+            sequence=outcome.last_sequence,
+            persisted=outcome.persisted_count,
+            duplicates=outcome.duplicate_count,
+            openviking_session_id=outcome.session_id,
+        )
+        attr.set_tokens(
+            budget=request.token_budget or self._settings.default_token_budget, used=outcome.estimated_tokens
+        )
+        if outcome.trigger:
+            trigger = checkpoint_pb2.CompactionTrigger.Name(outcome.trigger)
+            attr.set_trigger(trigger)
+            attr.set_checkpoint(outcome.checkpoint_id, outcome="pending")
+            record_trigger(trigger)
         return capture_pb2.AfterTurnResponse(
             persisted_count=outcome.persisted_count,
             duplicate_count=outcome.duplicate_count,
@@ -78,7 +89,7 @@ class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
     ) -> capture_pb2.IngestResponse:
         if request.is_heartbeat:
             return capture_pb2.IngestResponse()
-        identity = self._identity(request.identity, session_required=True)
+        identity = request_identity(request.identity, self._settings, session_required=True)
         validate_messages(request.messages)
         outcome = await self._turns.ingest(identity, request.messages, deadline=deadline_of(context))
         return capture_pb2.IngestResponse(
@@ -91,7 +102,7 @@ class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
     async def StoreMemory(  # noqa: N802
         self, request: capture_pb2.StoreMemoryRequest, context: aio.ServicerContext[object, object]
     ) -> capture_pb2.StoreMemoryResponse:
-        identity = self._identity(request.identity, session_required=False)
+        identity = request_identity(request.identity, self._settings, session_required=False)
         category = memories.validate_memory_text(request.text, request.category)
         stored = await memories.store_memory(
             self._ov,
@@ -106,7 +117,7 @@ class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
     async def ForgetMemory(  # noqa: N802
         self, request: capture_pb2.ForgetMemoryRequest, context: aio.ServicerContext[object, object]
     ) -> capture_pb2.ForgetMemoryResponse:
-        identity = self._identity(request.identity, session_required=False)
+        identity = request_identity(request.identity, self._settings, session_required=False)
         target = request.WhichOneof("target")
         deadline = deadline_of(context)
         if target == "uri":
@@ -122,7 +133,7 @@ class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
     async def FlushSessions(  # noqa: N802
         self, request: capture_pb2.FlushSessionsRequest, context: aio.ServicerContext[object, object]
     ) -> capture_pb2.FlushSessionsResponse:
-        identity = self._identity(request.identity, session_required=False)
+        identity = request_identity(request.identity, self._settings, session_required=False)
         if identity.session_id:
             streams = [identity]
         else:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from contextengine.v1 import common_pb2
 
+from shared.config import Settings
 from shared.errors import InvalidArgument
 from shared.openviking.tenant import Tenant
 
@@ -68,3 +69,15 @@ def parse_identity(
     if len(identity.session_key) > 512:
         raise InvalidArgument(f"{field}.session_key", "must be at most 512 characters")
     return RequestIdentity(Tenant(account_id, user_id), agent_id, session_id, identity.session_key)
+
+
+def request_identity(
+    identity: common_pb2.Identity, settings: Settings, *, session_required: bool
+) -> RequestIdentity:
+    """`parse_identity` with the configured default agent and account."""
+    return parse_identity(
+        identity,
+        default_agent_id=settings.agent_id,
+        default_account_id=settings.default_account_id,
+        session_required=session_required,
+    )
