@@ -88,6 +88,8 @@ class Finalisers:
             await finalise(self._openviking, tenant, checkpoint_id, deadline=time.monotonic() + 120)
         except (BackendError, Aborted) as exc:
             log.warning("background finalisation of %s stopped: %s", checkpoint_id, exc.message)
+        except Exception:  # the next observer finalises it; never let a task die silently
+            log.exception("background finalisation of %s failed", checkpoint_id)
 
     @property
     def running(self) -> int:
