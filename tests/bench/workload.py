@@ -19,25 +19,168 @@ import random
 from dataclasses import dataclass, field
 
 TOPICS: dict[str, list[str]] = {
-    "database": "postgres index query planner vacuum replica schema migration orders table latency "
-    "connection pool transaction isolation deadlock partition".split(),
-    "frontend": "react component render state hook bundle css layout accessibility hydration "
-    "webpack storybook props routing form".split(),
-    "deployment": "kubernetes pod rollout helm ingress autoscaler canary node drain liveness probe "
-    "namespace secret configmap replica".split(),
-    "testing": "pytest fixture flaky coverage mock integration snapshot parametrize assertion ci "
-    "runner timeout retry seed".split(),
-    "billing": "invoice stripe webhook refund currency tax subscription proration ledger "
-    "reconciliation dunning coupon plan".split(),
-    "observability": "trace span metric histogram dashboard alert slo latency percentile log "
-    "sampling exporter collector cardinality".split(),
-    "security": "oauth token rotation secret vault tls certificate audit rbac scope session "
-    "csrf password hashing mfa".split(),
-    "data-pipeline": "airflow dag spark parquet partition backfill schema kafka topic consumer "
-    "offset batch window dedupe".split(),
+    "database": [
+        "postgres",
+        "index",
+        "query",
+        "planner",
+        "vacuum",
+        "replica",
+        "schema",
+        "migration",
+        "orders",
+        "table",
+        "latency",
+        "connection",
+        "pool",
+        "transaction",
+        "isolation",
+        "deadlock",
+        "partition",
+    ],
+    "frontend": [
+        "react",
+        "component",
+        "render",
+        "state",
+        "hook",
+        "bundle",
+        "css",
+        "layout",
+        "accessibility",
+        "hydration",
+        "webpack",
+        "storybook",
+        "props",
+        "routing",
+        "form",
+    ],
+    "deployment": [
+        "kubernetes",
+        "pod",
+        "rollout",
+        "helm",
+        "ingress",
+        "autoscaler",
+        "canary",
+        "node",
+        "drain",
+        "liveness",
+        "probe",
+        "namespace",
+        "secret",
+        "configmap",
+        "replica",
+    ],
+    "testing": [
+        "pytest",
+        "fixture",
+        "flaky",
+        "coverage",
+        "mock",
+        "integration",
+        "snapshot",
+        "parametrize",
+        "assertion",
+        "ci",
+        "runner",
+        "timeout",
+        "retry",
+        "seed",
+    ],
+    "billing": [
+        "invoice",
+        "stripe",
+        "webhook",
+        "refund",
+        "currency",
+        "tax",
+        "subscription",
+        "proration",
+        "ledger",
+        "reconciliation",
+        "dunning",
+        "coupon",
+        "plan",
+    ],
+    "observability": [
+        "trace",
+        "span",
+        "metric",
+        "histogram",
+        "dashboard",
+        "alert",
+        "slo",
+        "latency",
+        "percentile",
+        "log",
+        "sampling",
+        "exporter",
+        "collector",
+        "cardinality",
+    ],
+    "security": [
+        "oauth",
+        "token",
+        "rotation",
+        "secret",
+        "vault",
+        "tls",
+        "certificate",
+        "audit",
+        "rbac",
+        "scope",
+        "session",
+        "csrf",
+        "password",
+        "hashing",
+        "mfa",
+    ],
+    "data-pipeline": [
+        "airflow",
+        "dag",
+        "spark",
+        "parquet",
+        "partition",
+        "backfill",
+        "schema",
+        "kafka",
+        "topic",
+        "consumer",
+        "offset",
+        "batch",
+        "window",
+        "dedupe",
+    ],
 }
-ADJECTIVES = "amber cobalt crimson dusty emerald frozen golden hollow ivory jade lunar misty".split()
-ANIMALS = "heron otter lynx falcon badger marten ibis gecko walrus puffin tapir viper".split()
+ADJECTIVES = [
+    "amber",
+    "cobalt",
+    "crimson",
+    "dusty",
+    "emerald",
+    "frozen",
+    "golden",
+    "hollow",
+    "ivory",
+    "jade",
+    "lunar",
+    "misty",
+]
+ANIMALS = [
+    "heron",
+    "otter",
+    "lynx",
+    "falcon",
+    "badger",
+    "marten",
+    "ibis",
+    "gecko",
+    "walrus",
+    "puffin",
+    "tapir",
+    "viper",
+]
 TOOLS = ("read_file", "run_tests", "search_docs", "query_db", "kubectl", "http_get")
 TOOL_RESULT_SIZES = (80, 400, 1500, 6000)
 """Characters of a tool result; drawn with weights TOOL_RESULT_WEIGHTS."""
@@ -126,7 +269,7 @@ class Workload:
 
 
 def _sentence(rng: random.Random, vocab: list[str], words: int) -> str:
-    filler = "the a we should check why then and for with after because".split()
+    filler = ["the", "a", "we", "should", "check", "why", "then", "and", "for", "with", "after", "because"]
     out = [rng.choice(vocab) if rng.random() < 0.55 else rng.choice(filler) for _ in range(words)]
     return (" ".join(out)).capitalize() + "."
 
@@ -135,8 +278,9 @@ def _blob(rng: random.Random, vocab: list[str], chars: int) -> str:
     lines: list[str] = []
     size = 0
     while size < chars:
-        line = f"{rng.choice(vocab)}_{rng.randint(0, 999)}: {rng.choice(vocab)} {rng.random():.4f} " + " ".join(
-            rng.choice(vocab) for _ in range(rng.randint(2, 8))
+        line = (
+            f"{rng.choice(vocab)}_{rng.randint(0, 999)}: {rng.choice(vocab)} {rng.random():.4f} "
+            + " ".join(rng.choice(vocab) for _ in range(rng.randint(2, 8)))
         )
         lines.append(line)
         size += len(line) + 1
@@ -160,7 +304,9 @@ def make_turn(rng: random.Random, session_id: str, index: int, topic: str) -> Tu
     return Turn(index=index, user=user, tool=tool, assistant=assistant, topic=topic)
 
 
-def generate(sessions: int, turns: int, seed: int, *, prefix: str = "s", users: int | None = None) -> Workload:
+def generate(
+    sessions: int, turns: int, seed: int, *, prefix: str = "s", users: int | None = None
+) -> Workload:
     """`sessions` sessions of `turns` turns; the same arguments always give the same workload."""
     rng = random.Random(seed)
     user_count = users or max(1, min(8, sessions // 4))
