@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from contextengine.v1 import common_pb2, compaction_pb2, compaction_pb2_grpc
+from contextengine.v1 import checkpoint_pb2, compaction_pb2, compaction_pb2_grpc
 from grpc import aio
 
 from services.compaction.compact import Compactor
@@ -13,11 +13,13 @@ from services.compaction.expand import Expander
 from shared.config import Settings
 from shared.domain.checkpoints import CheckpointRecord, CheckpointStore, finalise, is_checkpoint_id, to_proto
 from shared.domain.documents import DocumentStore
-from shared.domain.identity import RequestIdentity, parse_identity
+from shared.domain.identity import request_identity
 from shared.domain.stream_state import StreamStateStore
 from shared.errors import Aborted, BackendError, InvalidArgument, NotFound
 from shared.openviking.client import OpenVikingClient
 from shared.openviking.tenant import Tenant
+from shared.telemetry import attributes as attr
+from shared.telemetry.tracing import current_traceparent
 
 DEFAULT_DEADLINE_SECONDS = 300.0
 """Budget of a call that arrives without a gRPC deadline."""
@@ -33,6 +35,10 @@ def _deadline(context: Context) -> float:
 
 
 def _traceparent(context: Context) -> str:
+    """The turn's trace context: this call's span, else the caller's `traceparent` metadata."""
+    current = current_traceparent()
+    if current:
+        return current
     for key, value in context.invocation_metadata() or ():
         if key.lower() == "traceparent":
             return value if isinstance(value, str) else value.decode()
@@ -51,30 +57,31 @@ class CompactionServicer(compaction_pb2_grpc.CompactionServiceServicer):
         self._checkpoints = CheckpointStore(documents)
         self._states = StreamStateStore(documents)
 
-    def _identity(self, request_identity: common_pb2.Identity, *, session_required: bool) -> RequestIdentity:
-        return parse_identity(
-            request_identity,
-            default_agent_id=self._settings.agent_id,
-            default_account_id=self._settings.default_account_id,
-            session_required=session_required,
-        )
-
     async def Compact(  # noqa: N802 - gRPC method name
         self, request: compaction_pb2.CompactRequest, context: Context
     ) -> compaction_pb2.CompactResponse:
-        identity = self._identity(request.identity, session_required=True)
+        identity = request_identity(request.identity, self._settings, session_required=True)
+        attr.set_identity(
+            account_id=identity.tenant.account_id, session_id=identity.session_id, agent_id=identity.agent_id
+        )
         if request.token_budget < 0:
             raise InvalidArgument("token_budget", "must not be negative")
         if request.current_token_count < 0:
             raise InvalidArgument("current_token_count", "must not be negative")
-        return await self._compactor.compact(
+        response = await self._compactor.compact(
             identity, request, traceparent=_traceparent(context), deadline=_deadline(context)
         )
+        if response.checkpoint.checkpoint_id:
+            status = checkpoint_pb2.CheckpointStatus.Name(response.checkpoint.status)
+            attr.set_checkpoint(
+                response.checkpoint.checkpoint_id, outcome=status.removeprefix("CHECKPOINT_STATUS_").lower()
+            )
+        return response
 
     async def ExpandMemory(  # noqa: N802 - gRPC method name
         self, request: compaction_pb2.ExpandMemoryRequest, context: Context
     ) -> compaction_pb2.ExpandMemoryResponse:
-        identity = self._identity(request.identity, session_required=False)
+        identity = request_identity(request.identity, self._settings, session_required=False)
         return await self._expander.expand(identity, request, _deadline(context))
 
     async def _observed(self, tenant: Tenant, record: CheckpointRecord, deadline: float) -> CheckpointRecord:
@@ -89,7 +96,7 @@ class CompactionServicer(compaction_pb2_grpc.CompactionServiceServicer):
     async def GetCheckpoint(  # noqa: N802 - gRPC method name
         self, request: compaction_pb2.GetCheckpointRequest, context: Context
     ) -> compaction_pb2.GetCheckpointResponse:
-        identity = self._identity(request.identity, session_required=False)
+        identity = request_identity(request.identity, self._settings, session_required=False)
         if not request.checkpoint_id:
             raise InvalidArgument("checkpoint_id", "is required")
         if not is_checkpoint_id(request.checkpoint_id):
@@ -104,7 +111,7 @@ class CompactionServicer(compaction_pb2_grpc.CompactionServiceServicer):
     async def ListCheckpoints(  # noqa: N802 - gRPC method name
         self, request: compaction_pb2.ListCheckpointsRequest, context: Context
     ) -> compaction_pb2.ListCheckpointsResponse:
-        identity = self._identity(request.identity, session_required=True)
+        identity = request_identity(request.identity, self._settings, session_required=True)
         page_size = request.page_size or DEFAULT_PAGE_SIZE
         if page_size < 0 or page_size > MAX_PAGE_SIZE:
             raise InvalidArgument("page_size", f"must be between 0 and {MAX_PAGE_SIZE}")

@@ -36,6 +36,9 @@ from shared.errors import Aborted, BackendError, BackendNotFound
 from shared.openviking.client import OpenVikingClient
 from shared.openviking.models.sessions import SessionMessage
 from shared.openviking.tenant import Tenant
+from shared.telemetry import attributes as attr
+from shared.telemetry.metrics import record_compaction, record_compaction_failure
+from shared.telemetry.tracing import finalisation_span
 
 log = logging.getLogger(__name__)
 
@@ -486,6 +489,59 @@ async def _recover_commit(
     return await store.update(tenant, record.checkpoint_id, attach, deadline=deadline) or record
 
 
+def _failing(reason: str) -> Callable[[CheckpointRecord], CheckpointRecord | None]:
+    def fail(current: CheckpointRecord) -> CheckpointRecord | None:
+        if current.is_terminal:
+            return None
+        current.status = Status.CHECKPOINT_STATUS_FAILED
+        current.failure_reason = reason
+        current.finished_at = utc_now()
+        return current
+
+    return fail
+
+
+async def _settle(
+    openviking: OpenVikingClient,
+    store: CheckpointStore,
+    tenant: Tenant,
+    record: CheckpointRecord,
+    *,
+    status: str,
+    reason: str,
+    deadline: float | None,
+) -> CheckpointRecord:
+    """Write the terminal outcome, in a span linked to the turn that started the compaction."""
+    with finalisation_span(record.origin_traceparent, checkpoint_id=record.checkpoint_id) as span:
+        if status == "completed":
+            summary = await _archive_summary(openviking, tenant, record, deadline)
+            memory_uris = await _record_memories(openviking, store, tenant, record, deadline)
+
+            def complete(current: CheckpointRecord) -> CheckpointRecord | None:
+                if current.is_terminal:
+                    return None
+                current.status = Status.CHECKPOINT_STATUS_COMPLETED
+                current.summary_uri = current.archive_uri
+                current.summary = summary
+                current.extracted_memory_uris = memory_uris
+                current.finished_at = utc_now()
+                return current
+
+            updated = await store.update(tenant, record.checkpoint_id, complete, deadline=deadline)
+        else:
+            updated = await store.update(tenant, record.checkpoint_id, _failing(reason), deadline=deadline)
+        settled = updated or record
+        outcome = "completed" if status == "completed" else "failed"
+        attr.set_checkpoint(record.checkpoint_id, outcome=outcome, span=span)
+        if updated is not None and settled.finished_at is not None:
+            trigger = checkpoint_pb2.CompactionTrigger.Name(settled.trigger)  # type: ignore[arg-type]
+            seconds = (settled.finished_at - settled.created_at).total_seconds()
+            record_compaction(seconds, trigger=trigger, outcome=outcome)
+            if outcome == "failed":
+                record_compaction_failure("phase2_failed", trigger=trigger)
+        return settled
+
+
 async def finalise(
     openviking: OpenVikingClient,
     tenant: Tenant,
@@ -513,33 +569,9 @@ async def finalise(
         if outcome is None:
             return record
         status, reason = outcome
-        if status == "completed":
-            summary = await _archive_summary(openviking, tenant, record, deadline)
-            memory_uris = await _record_memories(openviking, store, tenant, record, deadline)
-
-            def complete(current: CheckpointRecord) -> CheckpointRecord | None:
-                if current.is_terminal:
-                    return None
-                current.status = Status.CHECKPOINT_STATUS_COMPLETED
-                current.summary_uri = current.archive_uri
-                current.summary = summary
-                current.extracted_memory_uris = memory_uris
-                current.finished_at = utc_now()
-                return current
-
-            updated = await store.update(tenant, checkpoint_id, complete, deadline=deadline)
-        else:
-
-            def fail(current: CheckpointRecord) -> CheckpointRecord | None:
-                if current.is_terminal:
-                    return None
-                current.status = Status.CHECKPOINT_STATUS_FAILED
-                current.failure_reason = reason
-                current.finished_at = utc_now()
-                return current
-
-            updated = await store.update(tenant, checkpoint_id, fail, deadline=deadline)
-        record = updated or record
+        record = await _settle(
+            openviking, store, tenant, record, status=status, reason=reason, deadline=deadline
+        )
     await _forget_inflight(states, stream_identity(tenant, record), checkpoint_id, deadline)
     return record
 
@@ -554,16 +586,9 @@ async def mark_failed(
 ) -> CheckpointRecord | None:
     """Record a failure that happened before OpenViking took the commit; drops it from inflight."""
     documents = DocumentStore(openviking)
-
-    def fail(current: CheckpointRecord) -> CheckpointRecord | None:
-        if current.is_terminal:
-            return None
-        current.status = Status.CHECKPOINT_STATUS_FAILED
-        current.failure_reason = reason
-        current.finished_at = utc_now()
-        return current
-
-    record = await CheckpointStore(documents).update(tenant, checkpoint_id, fail, deadline=deadline)
+    record = await CheckpointStore(documents).update(
+        tenant, checkpoint_id, _failing(reason), deadline=deadline
+    )
     if record is not None:
         await _forget_inflight(
             StreamStateStore(documents), stream_identity(tenant, record), checkpoint_id, deadline
