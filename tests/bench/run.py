@@ -52,6 +52,7 @@ from contextengine.v1 import (
 from shared.localstack.processes import free_port
 from shared.localstack.stack import LocalStack, StackSettings
 from shared.tokens import TokenCounter, ensure_offline_tiktoken
+from tests.bench.traces import SpanSink, split_rpcs
 from tests.bench.workload import Session, Turn, Workload, generate
 
 Role = common_pb2.MessageRole
@@ -280,8 +281,9 @@ def start_engine(openviking_url: str, log_dir: Path, extra_env: dict[str, str]) 
             "PYTHONUNBUFFERED": "1",
         }
     )
+    for key in [k for k in env if k.startswith("OTEL_")]:
+        env.pop(key)
     env.update(extra_env)
-    env.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
     procs: dict[str, EngineProcess] = {}
     for name in SERVICES:
         log_path = log_dir / f"engine-{name}.log"
@@ -338,9 +340,10 @@ class TokenStats:
     assembled: list[int] = field(default_factory=list)
     transcript: list[int] = field(default_factory=list)
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self, budget: int) -> dict[str, Any]:
         if not self.assembled:
             return {}
+        over = [(a, t) for a, t in zip(self.assembled, self.transcript, strict=True) if t > budget]
         ratios = [a / t for a, t in zip(self.assembled, self.transcript, strict=True) if t]
         return {
             "turns": len(self.assembled),
@@ -349,6 +352,11 @@ class TokenStats:
             "transcript_tokens_mean": _r(sum(self.transcript) / len(self.transcript), 1),
             "transcript_tokens_max": max(self.transcript),
             "assembled_over_transcript_mean": _r(sum(ratios) / len(ratios), 3) if ratios else None,
+            "turns_transcript_over_budget": len(over),
+            "over_budget_assembled_tokens_mean": _r(sum(a for a, _ in over) / len(over), 1) if over else None,
+            "over_budget_transcript_tokens_mean": _r(sum(t for _, t in over) / len(over), 1)
+            if over
+            else None,
         }
 
 
@@ -461,7 +469,7 @@ async def phase_concurrency(
         "rpcs_per_s": _r(rpcs / wall if wall else 0.0),
         "capped": time.monotonic() > stop_at,
         "ops": rec.summary(),
-        "tokens": tokens.summary(),
+        "tokens": tokens.summary(args.budget),
     }
     return result, tokens
 
@@ -908,9 +916,9 @@ def summary_table(report: dict[str, Any]) -> str:
     out = ["\n".join(lines), ""]
     out.append(
         "| concurrency | turns | wall s | turns/s | RPC/s | OpenViking-only turns/s | assembled tok/turn | "
-        "transcript tok/turn | assembled/transcript |"
+        "transcript tok/turn | assembled/transcript | turns over budget: assembled / transcript tok |"
     )
-    out.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    out.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for level in report.get("concurrency", []):
         t = level.get("tokens", {})
         rawl = raw.get(level["concurrency"], {})
@@ -918,8 +926,25 @@ def summary_table(report: dict[str, Any]) -> str:
             f"| {level['concurrency']} | {level['turns']} | {fmt(level['wall_s'])} "
             f"| {fmt(level['turns_per_s'])} | {fmt(level['rpcs_per_s'])} | {fmt(rawl.get('turns_per_s'))} "
             f"| {fmt(t.get('assembled_tokens_mean'))} | "
-            f"{fmt(t.get('transcript_tokens_mean'))} | {fmt(t.get('assembled_over_transcript_mean'))} |"
+            f"{fmt(t.get('transcript_tokens_mean'))} | {fmt(t.get('assembled_over_transcript_mean'))} | "
+            f"{t.get('turns_transcript_over_budget', 0)}: "
+            f"{fmt(t.get('over_budget_assembled_tokens_mean'))} / "
+            f"{fmt(t.get('over_budget_transcript_tokens_mean'))} |"
         )
+    wrapped = report.get("wrapped", [])
+    if wrapped:
+        out += [
+            "",
+            "| engine spans: phase | RPC | n | server p50 ms | of which OpenViking p50 ms "
+            "| engine own p50 ms | engine own p95 ms | OpenViking calls/RPC |",
+            "|---|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        for w in wrapped:
+            out.append(
+                f"| {w['phase']} | {w['method']} | {w['count']} | {fmt(w['server_p50_ms'])} "
+                f"| {fmt(w['openviking_p50_ms'])} | {fmt(w['engine_own_p50_ms'])} "
+                f"| {fmt(w['engine_own_p95_ms'])} | {fmt(w['openviking_calls_mean'])} |"
+            )
     recall = report.get("recall", {}).get("hit_rate", {})
     if recall:
         out += [
@@ -1058,6 +1083,11 @@ How to read it:
   new session (`Assemble`), `engine_same_session` asks at the end of the original session with its whole
   transcript, `truncated_*` keep the newest messages that fit the budget (same session / all the
   user's sessions), `legacy_recall_fallback` is the `RecallFallback` prepend block.
+- **Engine spans** (the wrapping measurement): the services export their spans over OTLP to a
+  receiver in the bench; for each server span, *OpenViking* is the union of the OpenViking HTTP client
+  spans in its trace (nested engine calls included), *engine own* is the rest (gRPC handling,
+  validation, packing, token counting, CAS bookkeeping, polling waits). Tracing is on for the whole
+  run (`--no-trace` turns it off), so every number above includes its small cost.
 - Peak RSS is `VmHWM` from `/proc/<pid>/status` at the end of the run.
 
 Raw numbers: `bench-results/report.json`; chart: `bench-results/report.png`.
@@ -1091,8 +1121,21 @@ async def run_bench(
     }
     log("starting engine services (one process each)")
     engine_start = time.monotonic()
+    sink = SpanSink().start() if args.trace else None
+    trace_env = (
+        {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": sink.endpoint,
+            "OTEL_METRICS_EXPORTER": "none",
+            "OTEL_BSP_SCHEDULE_DELAY": "200",
+            "OTEL_BSP_MAX_QUEUE_SIZE": "65536",
+            "OTEL_BSP_MAX_EXPORT_BATCH_SIZE": "1024",
+        }
+        if sink
+        else {"OTEL_SDK_DISABLED": "true"}
+    )
+    windows: list[tuple[str, int, int]] = []
     try:
-        procs = start_engine(stack.openviking_url, out_dir, {})
+        procs = start_engine(stack.openviking_url, out_dir, trace_env)
     except RuntimeError as exc:
         log(f"ENGINE DID NOT START: {exc}")
         report["engine_error"] = str(exc)[-2000:]
@@ -1121,7 +1164,9 @@ async def run_bench(
             report["openviking_raw"] = []
             for level in args.concurrency:
                 log(f"replaying {len(workload.sessions)}×{args.turns} at concurrency {level}")
+                window_start = time.time_ns()
                 result, _ = await phase_concurrency(stubs, workload, level, args, counter)
+                windows.append((f"concurrency {level}", window_start, time.time_ns()))
                 report["concurrency"].append(result)
                 log(
                     f"  {result['turns']} turns in {result['wall_s']} s; errors "
@@ -1133,9 +1178,13 @@ async def run_bench(
                 log(f"  {raw['turns']} turns in {raw['wall_s']} s")
             if args.compact_sessions or args.compact_turns:
                 log("compaction and expand")
+                window_start = time.time_ns()
                 report["compaction"] = await phase_compaction(stubs, workload, args)
+                windows.append(("compaction", window_start, time.time_ns()))
             log(f"single-session growth up to {args.growth_turns} turns (cap {args.growth_seconds} s)")
+            window_start = time.time_ns()
             report["growth"] = await phase_growth(stubs, args, counter)
+            windows.append(("growth", window_start, time.time_ns()))
             log("planted-fact recall probes")
             report["recall"] = await phase_recall(stubs, workload, args, counter)
         for channel in channels.values():
@@ -1148,7 +1197,40 @@ async def run_bench(
         report["peak_rss"] = rss
     finally:
         stop_engine(procs)
+        if sink is not None:
+            await asyncio.sleep(1.0)
+            report["wrapped"] = wrapped_summary(sink, windows)
+            sink.stop()
     return report
+
+
+WRAPPED_METHODS = ("AfterTurn", "Assemble", "Compact", "ExpandMemory")
+
+
+def wrapped_summary(sink: SpanSink, windows: list[tuple[str, int, int]]) -> list[dict[str, Any]]:
+    """Per phase and RPC: server-side time split into OpenViking calls and the engine's own time."""
+    splits = split_rpcs(sink.snapshot(), WRAPPED_METHODS)
+    out: list[dict[str, Any]] = []
+    for phase, start, end in windows:
+        for method in WRAPPED_METHODS:
+            chosen = [s for s in splits if s.method == method and start <= s.start_ns <= end]
+            if not chosen:
+                continue
+            out.append(
+                {
+                    "phase": phase,
+                    "method": method,
+                    "count": len(chosen),
+                    "server_p50_ms": _r(percentile([s.total_ms for s in chosen], 50)),
+                    "server_p95_ms": _r(percentile([s.total_ms for s in chosen], 95)),
+                    "openviking_p50_ms": _r(percentile([s.openviking_ms for s in chosen], 50)),
+                    "openviking_p95_ms": _r(percentile([s.openviking_ms for s in chosen], 95)),
+                    "engine_own_p50_ms": _r(percentile([s.total_ms - s.openviking_ms for s in chosen], 50)),
+                    "engine_own_p95_ms": _r(percentile([s.total_ms - s.openviking_ms for s in chosen], 95)),
+                    "openviking_calls_mean": _r(sum(s.openviking_calls for s in chosen) / len(chosen), 1),
+                }
+            )
+    return out
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -1167,6 +1249,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--growth-seconds", type=float, default=120)
     parser.add_argument("--growth-budget", type=int, default=128_000)
     parser.add_argument("--rpc-timeout", type=float, default=60)
+    parser.add_argument(
+        "--no-trace",
+        dest="trace",
+        action="store_false",
+        help="do not export the services' spans (no engine/OpenViking split from inside)",
+    )
     parser.add_argument("--out", default="bench-results")
     parser.add_argument(
         "--docs", default=None, help="also write the markdown report here (docs/benchmarks.md)"
