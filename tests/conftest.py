@@ -13,22 +13,25 @@ before the first test runs, and only when a selected test needs the stack. Set
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import Iterator
 
 import pytest
 
 from shared.localstack.components import embeddings_base_url, embeddings_process
 from shared.localstack.layout import StackLayout
-from shared.localstack.openviking_config import LlmSettings
+from shared.localstack.openviking_config import AuthMode, AuthSettings, LlmSettings
 from shared.localstack.pins import EMBEDDING_DIMENSION, EMBEDDING_MODEL_NAME
 from shared.localstack.processes import ManagedProcess, free_port
 from shared.localstack.runtimes import EMBEDDINGS_RUNTIME, OPENVIKING_RUNTIME, provision
 from shared.localstack.stack import LocalStack, StackSettings
-from tests.support.stack import EmbeddingsEndpoint, OpenVikingEndpoint, OpenVikingWithLlm
+from tests.support.stack import EmbeddingsEndpoint, OpenVikingEndpoint, OpenVikingWithLlm, RemoteOpenViking
 from tests.support.standin_llm import MODEL_ID, StandinLlm
 
 EXTERNAL_EMBEDDINGS_ENV = "CONTEXT_ENGINE_TEST_EMBEDDINGS_URL"
-STACK_FIXTURES = frozenset({"embeddings", "openviking", "openviking_llm"})
+STACK_FIXTURES = frozenset(
+    {"embeddings", "openviking", "openviking_llm", "openviking_api_key", "openviking_trusted"}
+)
 STARTUP_TIMEOUT_SECONDS = 300.0
 
 
@@ -38,7 +41,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if session.config.option.collectonly or not needed & STACK_FIXTURES:
         return
     layout = StackLayout.from_env()
-    if "openviking" in needed or "openviking_llm" in needed:
+    if needed & (STACK_FIXTURES - {"embeddings"}):
         provision(layout, OPENVIKING_RUNTIME)
     if not os.environ.get(EXTERNAL_EMBEDDINGS_ENV):
         provision(layout, EMBEDDINGS_RUNTIME)
@@ -110,11 +113,50 @@ def openviking_llm(
         )
 
 
+def _remote_openviking(
+    layout: StackLayout,
+    embeddings: EmbeddingsEndpoint,
+    tmp_path_factory: pytest.TempPathFactory,
+    mode: AuthMode,
+) -> Iterator[RemoteOpenViking]:
+    root_key = f"root-{secrets.token_hex(16)}"
+    stack = _openviking_stack(
+        layout, embeddings, tmp_path_factory, llm=None, auth=AuthSettings(mode, root_key)
+    )
+    with stack:
+        yield RemoteOpenViking(
+            base_url=stack.openviking_url,
+            data_dir=stack.openviking_data.root,
+            log_file=stack.openviking_data.server_log,
+            extraction_enabled=stack.extraction_enabled,
+            pid=stack.processes[-1].pid,
+            auth_mode=mode,
+            root_api_key=root_key,
+        )
+
+
+@pytest.fixture(scope="session")
+def openviking_api_key(
+    stack_layout: StackLayout, embeddings: EmbeddingsEndpoint, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RemoteOpenViking]:
+    """OpenViking in `api_key` mode (per-tenant user keys provisioned with the root key)."""
+    yield from _remote_openviking(stack_layout, embeddings, tmp_path_factory, "api_key")
+
+
+@pytest.fixture(scope="session")
+def openviking_trusted(
+    stack_layout: StackLayout, embeddings: EmbeddingsEndpoint, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RemoteOpenViking]:
+    """OpenViking in `trusted` mode (root key plus asserted identity headers)."""
+    yield from _remote_openviking(stack_layout, embeddings, tmp_path_factory, "trusted")
+
+
 def _openviking_stack(
     layout: StackLayout,
     embeddings: EmbeddingsEndpoint,
     tmp_path_factory: pytest.TempPathFactory,
     llm: LlmSettings | None,
+    auth: AuthSettings | None = None,
 ) -> LocalStack:
     settings = StackSettings(
         layout=layout,
@@ -122,6 +164,7 @@ def _openviking_stack(
         openviking_port=0,
         embeddings_url=embeddings.base_url,
         llm=llm,
+        auth=auth or AuthSettings(),
         startup_timeout_seconds=STARTUP_TIMEOUT_SECONDS,
     )
     return LocalStack(settings)

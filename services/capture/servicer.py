@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from contextengine.v1 import capture_pb2, capture_pb2_grpc, checkpoint_pb2
 from grpc import aio
 
@@ -14,16 +12,12 @@ from shared.domain.identity import request_identity
 from shared.domain.messages import validate_messages
 from shared.errors import InvalidArgument
 from shared.openviking.client import OpenVikingClient
+from shared.runtime.deadlines import call_deadline
 from shared.telemetry import attributes as attr
 from shared.telemetry.metrics import record_trigger
 
 SKIPPED_CAPTURE_OFF = "auto_capture_disabled"
 SKIPPED_HEARTBEAT = "heartbeat"
-
-
-def deadline_of(context: aio.ServicerContext[object, object]) -> float | None:
-    remaining = context.time_remaining()
-    return None if remaining is None else time.monotonic() + remaining
 
 
 class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
@@ -56,7 +50,7 @@ class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
             request.pre_prompt_message_count,
             token_budget=request.token_budget,
             model=request.model,
-            deadline=deadline_of(context),
+            deadline=call_deadline(context),
         )
         attr.set_turn(
             sequence=outcome.last_sequence,
@@ -91,7 +85,7 @@ class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
             return capture_pb2.IngestResponse()
         identity = request_identity(request.identity, self._settings, session_required=True)
         validate_messages(request.messages)
-        outcome = await self._turns.ingest(identity, request.messages, deadline=deadline_of(context))
+        outcome = await self._turns.ingest(identity, request.messages, deadline=call_deadline(context))
         return capture_pb2.IngestResponse(
             ingested_count=outcome.persisted_count,
             duplicate_count=outcome.duplicate_count,
@@ -110,7 +104,7 @@ class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
             request.text,
             category=category,
             scope=request.scope,
-            deadline=deadline_of(context),
+            deadline=call_deadline(context),
         )
         return capture_pb2.StoreMemoryResponse(uri=stored.uri, created=stored.created)
 
@@ -119,7 +113,7 @@ class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
     ) -> capture_pb2.ForgetMemoryResponse:
         identity = request_identity(request.identity, self._settings, session_required=False)
         target = request.WhichOneof("target")
-        deadline = deadline_of(context)
+        deadline = call_deadline(context)
         if target == "uri":
             outcome = await memories.forget_by_uri(self._ov, identity, request.uri, deadline=deadline)
         elif target == "query":
@@ -139,5 +133,5 @@ class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
         else:
             agent = request.identity.agent_id or None
             streams = self._turns.known.for_user(identity, agent_id=agent)
-        checkpoints = await self._turns.flush(streams, deadline=deadline_of(context))
+        checkpoints = await self._turns.flush(streams, deadline=call_deadline(context))
         return capture_pb2.FlushSessionsResponse(checkpoints=checkpoints)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from contextengine.v1 import checkpoint_pb2, compaction_pb2, compaction_pb2_grpc
@@ -18,6 +17,7 @@ from shared.domain.stream_state import StreamStateStore
 from shared.errors import Aborted, BackendError, InvalidArgument, NotFound
 from shared.openviking.client import OpenVikingClient
 from shared.openviking.tenant import Tenant
+from shared.runtime.deadlines import call_deadline
 from shared.telemetry import attributes as attr
 from shared.telemetry.tracing import current_traceparent
 
@@ -30,8 +30,9 @@ Context = aio.ServicerContext[Any, Any]
 
 
 def _deadline(context: Context) -> float:
-    remaining = context.time_remaining()
-    return time.monotonic() + (DEFAULT_DEADLINE_SECONDS if remaining is None else remaining)
+    deadline = call_deadline(context, DEFAULT_DEADLINE_SECONDS)
+    assert deadline is not None
+    return deadline
 
 
 def _traceparent(context: Context) -> str:

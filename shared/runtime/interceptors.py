@@ -63,8 +63,8 @@ class ErrorMappingInterceptor(aio.ServerInterceptor):
     """Maps `ContextEngineError` to its status and anything else to a bare INTERNAL; counts
     running calls in `inflight`."""
 
-    def __init__(self, inflight: InflightCalls) -> None:
-        self._inflight = inflight
+    def __init__(self, inflight: InflightCalls | None = None) -> None:
+        self._inflight = inflight or InflightCalls()
 
     async def intercept_service(
         self,

@@ -39,3 +39,11 @@ class OpenVikingWithLlm(OpenVikingEndpoint):
     """OpenViking wired to the stand-in LLM: extraction on, working memory usable."""
 
     llm: StandinLlm
+
+
+@dataclass(frozen=True)
+class RemoteOpenViking(OpenVikingEndpoint):
+    """OpenViking as a remote deployment runs it: `api_key` or `trusted` auth with a root key."""
+
+    auth_mode: str
+    root_api_key: str
