@@ -8,32 +8,22 @@ import grpc
 from contextengine.v1 import assembly_pb2_grpc
 from grpc import aio
 
-from services.assembly import (
-    AssemblyBackend,
-    OpenVikingSessionSummaries,
-    SummarySource,
-    assembly_service_spec,
-)
+from services.assembly import OpenVikingSessionSummaries, assembly_service_spec
 from services.assembly.summaries import stream_sessions
 from shared.config import Settings
 from shared.domain.documents import DocumentStore
 from shared.domain.stream_state import StreamStateStore
 from shared.openviking.client import OpenVikingClient
 from shared.runtime.server import ServiceHost
-from tests.assembly.helpers import FixedSummaries
 
 
 @asynccontextmanager
-async def assembly_stub(
-    settings: Settings, backend: AssemblyBackend, summaries: SummarySource | None = None
-) -> AsyncIterator[Any]:
-    """AssemblyService on a real in-process gRPC server (port 0), and a stub connected to it."""
-    if summaries is None and isinstance(backend, OpenVikingClient):
-        summaries = OpenVikingSessionSummaries(
-            backend, stream_sessions(StreamStateStore(DocumentStore(backend)))
-        )
-    elif summaries is None:
-        summaries = FixedSummaries()
+async def assembly_stub(settings: Settings, backend: OpenVikingClient) -> AsyncIterator[Any]:
+    """AssemblyService on a real in-process gRPC server (port 0), and a stub connected to it.
+
+    Its summaries are the real ones: archive overviews of the stream's OpenViking sessions.
+    """
+    summaries = OpenVikingSessionSummaries(backend, stream_sessions(StreamStateStore(DocumentStore(backend))))
     host = ServiceHost(settings, [assembly_service_spec(settings, backend, summaries)])
     port = await host.start(port=0)
     channel = aio.insecure_channel(f"{settings.grpc_host}:{port}")

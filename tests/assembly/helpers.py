@@ -1,22 +1,28 @@
-"""Builders for host messages and an in-memory stand-in for the OpenViking reads assembly uses."""
+"""Builders for host messages, seeding the real OpenViking, and a lookalike OpenViking server.
+
+The lookalike is a real local HTTP server (slow or answering 503) for the failure cases only;
+everything else runs against the session's real OpenViking.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+import threading
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
-from contextengine.v1 import common_pb2, packet_pb2
+import httpx
+from contextengine.v1 import common_pb2
 
-from shared.domain.identity import RequestIdentity
-from shared.errors import BackendNotFound, BackendUnavailable
-from shared.openviking.models.search import FindResult, SearchHit
-from shared.openviking.models.sessions import SessionContext
+from shared.openviking.client import OpenVikingClient
+from shared.openviking.models.search import SearchHit
 from shared.openviking.tenant import Tenant
 
-TENANT = Tenant("acme", "alice")
-IDENTITY = RequestIdentity(TENANT, "main", "host-session-1", "")
+ACCOUNT = f"ce-asm-{uuid.uuid4().hex[:8]}"
 
 
 def text_block(text: str) -> common_pb2.ContentBlock:
@@ -67,55 +73,103 @@ def hit(
     )
 
 
-@dataclass
-class FakeBackend:
-    """Answers find/read/get_session_context from dicts; can be made slow or down."""
+async def seed(
+    client: OpenVikingClient, tenant: Tenant, memories: Mapping[str, str | tuple[str, Sequence[str]]]
+) -> None:
+    """Write `{uri: text | (text, tags)}` into the real OpenViking, each findable on return."""
+    for uri, value in memories.items():
+        text, tags = (value, ()) if isinstance(value, str) else value
+        await client.write(tenant, uri, text, wait=True, tags=list(tags) or None)
 
-    user_hits: list[SearchHit] = field(default_factory=list)
-    agent_hits: list[SearchHit] = field(default_factory=list)
-    preference_hits: list[SearchHit] = field(default_factory=list)
-    files: dict[str, str] = field(default_factory=dict)
-    overviews: dict[str, str] = field(default_factory=dict)
-    delay: float = 0.0
-    down: bool = False
-    finds: list[dict[str, object]] = field(default_factory=list)
-    reads: list[str] = field(default_factory=list)
 
-    async def _enter(self) -> None:
-        if self.delay:
-            await asyncio.sleep(self.delay)
-        if self.down:
-            raise BackendUnavailable("connection refused", http_status=0)
-
-    async def find(self, tenant: Tenant, query: str, **kwargs: object) -> FindResult:
-        self.finds.append({"query": query, **kwargs})
-        await self._enter()
-        if kwargs.get("target_uri") == "viking://~/memories/preferences":
-            return FindResult(memories=self.preference_hits)
-        return FindResult(memories=self.agent_hits if kwargs.get("tags") else self.user_hits)
-
-    async def read(self, tenant: Tenant, uri: str, **kwargs: object) -> str:
-        self.reads.append(uri)
-        await self._enter()
-        if uri not in self.files:
-            raise BackendNotFound(f"not found: {uri}", http_status=404, code="NOT_FOUND")
-        return self.files[uri]
-
-    async def get_session_context(self, tenant: Tenant, session_id: str, **kwargs: object) -> SessionContext:
-        await self._enter()
-        if session_id not in self.overviews:
-            raise BackendNotFound("no session", http_status=404, code="NOT_FOUND")
-        return SessionContext(latest_archive_overview=self.overviews[session_id])
+def unique_tenant(prefix: str) -> Tenant:
+    """A user of its own per test, so that tests sharing one OpenViking never see each other."""
+    return Tenant(ACCOUNT, f"{prefix}-{uuid.uuid4().hex[:8]}")
 
 
 @dataclass
-class FixedSummaries:
-    summaries: list[packet_pb2.CompactSummary] = field(default_factory=list)
-    delay: float = 0.0
+class SeenRequest:
+    method: str
+    path: str
+    body: dict[str, Any]
 
-    async def latest_summaries(
-        self, identity: RequestIdentity, deadline: float
-    ) -> list[packet_pb2.CompactSummary]:
-        if self.delay:
-            await asyncio.sleep(self.delay)
-        return list(self.summaries)
+
+class RecordingTransport(httpx.AsyncBaseTransport):
+    """httpx's real network transport, noting every request it sends (to see what was asked)."""
+
+    def __init__(self) -> None:
+        self._inner = httpx.AsyncHTTPTransport()
+        self.requests: list[SeenRequest] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content) if request.content else {}
+        self.requests.append(SeenRequest(request.method, request.url.path, body))
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def finds(self) -> list[dict[str, Any]]:
+        return [r.body for r in self.requests if r.path == "/api/v1/search/find"]
+
+
+class LookalikeOpenViking:
+    """A real local HTTP server answering like OpenViking: every call after `delay` seconds, with
+    an empty result (reads: 404) or, when `status` is 503, OpenViking's unavailable error."""
+
+    def __init__(self, *, delay: float = 0.0, status: int = 200) -> None:
+        self.delay = delay
+        self.status = status
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self) -> LookalikeOpenViking:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                time.sleep(server.delay)
+                if server.status != 200:
+                    self._error(server.status, "UNAVAILABLE", "service unavailable")
+                else:
+                    self._error(404, "NOT_FOUND", f"not found: {self.path}")
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                time.sleep(server.delay)
+                if server.status != 200:
+                    self._error(server.status, "UNAVAILABLE", "service unavailable")
+                    return
+                empty = {"memories": [], "resources": [], "skills": [], "total": 0}
+                self._reply(200, {"status": "ok", "result": empty})
+
+            def _error(self, status: int, code: str, message: str) -> None:
+                self._reply(status, {"status": "error", "error": {"code": code, "message": message}})
+
+            def _reply(self, status: int, body: object) -> None:
+                data = json.dumps(body).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (its deadline passed) while we slept
+
+            def log_message(self, format: str, *args: object) -> None:
+                return
+
+        return Handler

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
 import time
+from collections.abc import AsyncIterator
 
+import pytest
 from contextengine.v1 import packet_pb2
 
 from services.assembly.recall import (
@@ -19,10 +21,14 @@ from services.assembly.recall import (
     select_candidates,
     truncate_content,
 )
+from shared.openviking import DevAuth, OpenVikingClient, RetryPolicy
 from shared.tokens import TokenCounter
-from tests.assembly.helpers import TENANT, FakeBackend, hit
+from tests.assembly.helpers import LookalikeOpenViking, RecordingTransport, hit, seed, unique_tenant
+from tests.support.stack import OpenVikingEndpoint
 
 M = "viking://user/alice/memories"
+MEM = "viking://~/memories"
+ONE_ATTEMPT = RetryPolicy(max_attempts=1)
 COUNTER = TokenCounter("o200k_base")
 
 
@@ -114,51 +120,96 @@ def test_token_budget_counts_real_tokens_and_always_keeps_first() -> None:
     assert len(fit_token_budget(items, COUNTER, 1)) == 1
 
 
-async def test_recall_end_to_end_with_local_backend() -> None:
-    backend = FakeBackend(
-        user_hits=[
-            hit(f"{M}/preferences/editor.md", 0.8, "User prefers vim"),
-            hit(f"{M}/entities/cat.md", 0.3, "User has a cat named Tom"),
-            hit(f"{M}/entities/x.md", 0.05, "irrelevant"),
-            hit(f"{M}/entities/other.md", 0.9, "other agent memory", tags=["agent=else"]),
-        ],
-        agent_hits=[hit(f"{M}/notes/main.md", 0.7, "", tags=["agent=main"])],
-        files={f"{M}/notes/main.md": "body " * 300},
+@pytest.fixture
+async def recording_ov(
+    openviking: OpenVikingEndpoint,
+) -> AsyncIterator[tuple[OpenVikingClient, RecordingTransport]]:
+    """A real client on the real OpenViking whose requests are noted."""
+    transport = RecordingTransport()
+    async with OpenVikingClient(openviking.base_url, DevAuth(), http_transport=transport) as client:
+        yield client, transport
+
+
+@pytest.mark.stack
+async def test_recall_end_to_end_against_openviking(
+    recording_ov: tuple[OpenVikingClient, RecordingTransport],
+) -> None:
+    ov, transport = recording_ov
+    tenant = unique_tenant("recall")
+    await seed(
+        ov,
+        tenant,
+        {
+            f"{MEM}/preferences/editor.md": "User prefers vim",
+            f"{MEM}/entities/cat.md": "User has a cat named Tom",
+            f"{MEM}/entities/other.md": ("other agent memory: the user's editor is vim", ["agent=else"]),
+            f"{MEM}/notes/main.md": ("body " * 300, ["agent=main"]),
+        },
     )
+    transport.requests.clear()
     outcome = await recall_memories(
-        backend,
-        tenant=TENANT,
+        ov,
+        tenant=tenant,
         agent_id="main",
         query="which editor do I prefer",
         config=config(max_content_chars=100),
         counter=COUNTER,
-        deadline=time.monotonic() + 5,
+        deadline=time.monotonic() + 30,
     )
     assert outcome.degraded_reasons == []
-    uris = [i.candidate.uri.rsplit("/", 1)[1] for i in outcome.items]
-    assert uris == ["editor.md", "main.md", "cat.md"]
-    assert backend.finds[1]["tags"] == ["agent=main"] and backend.finds[0]["limit"] == 24
+    names = [i.candidate.uri.rsplit("/", 1)[1] for i in outcome.items]
+    # Query-aware ranking puts the preference first; the agent's note is in (scope AGENT), the
+    # other agent's memory and the directory overviews (level 1) are not.
+    assert names[:2] == ["editor.md", "main.md"] and set(names) == {"editor.md", "main.md", "cat.md"}
+    assert [i.rank for i in outcome.items] == sorted((i.rank for i in outcome.items), reverse=True)
+    assert all(i.candidate.score >= 0.15 and i.candidate.level == 2 for i in outcome.items)
+    scopes = {i.candidate.uri.rsplit("/", 1)[1]: i.candidate.scope for i in outcome.items}
+    assert scopes["main.md"] == packet_pb2.MEMORY_SCOPE_AGENT
+    assert scopes["editor.md"] == packet_pb2.MEMORY_SCOPE_USER
+    finds = transport.finds()
+    assert len(finds) == 2 and all(f["limit"] == 24 and f["target_uri"] == MEM for f in finds)
+    assert sorted(str(f.get("tags")) for f in finds) == ["None", "['agent=main']"]
+    # Abstracts preferred: no body read; the long note is cut to the per-item limit.
+    assert not [r for r in transport.requests if r.path == "/api/v1/content/read"]
     notes = outcome.items[1]
-    # Empty abstract -> the L2 body is read and truncated.
-    assert (
-        backend.reads == [f"{M}/notes/main.md"]
-        and len(notes.content) == 100
-        and notes.content.endswith("...")
-    )
+    assert len(notes.content) == 100 and notes.content.endswith("...")
+
+    # Bodies instead of abstracts: the L2 files are read, and truncated the same way.
+    transport.requests.clear()
+    bodies = await recall_memories(
+        ov, tenant=tenant, agent_id="main", query="which editor do I prefer",
+        config=config(max_content_chars=100, prefer_abstract=False), counter=COUNTER,
+        deadline=time.monotonic() + 30,
+    )  # fmt: skip
+    read = [r for r in transport.requests if r.path == "/api/v1/content/read"]
+    assert len(read) == len(bodies.items) == 3
+    main = next(i for i in bodies.items if i.candidate.uri.endswith("/notes/main.md"))
+    assert main.content == ("body " * 300)[:97].rstrip() + "..."
+    # The score threshold applies to what OpenViking returns.
+    strict = await recall_memories(
+        ov, tenant=tenant, agent_id="main", query="which editor do I prefer",
+        config=config(score_threshold=0.999), counter=COUNTER, deadline=time.monotonic() + 30,
+    )  # fmt: skip
+    assert strict.items == [] and strict.degraded_reasons == []
 
 
 async def test_recall_degrades_per_pass_and_on_timeout() -> None:
-    backend = FakeBackend(down=True)
-    outcome = await recall_memories(
-        backend, tenant=TENANT, agent_id="main", query="q words", config=config(), counter=COUNTER,
-        deadline=time.monotonic() + 5,
-    )  # fmt: skip
+    tenant = unique_tenant("down")
+    with LookalikeOpenViking(status=503) as down:
+        async with OpenVikingClient(down.base_url, DevAuth(), retry=ONE_ATTEMPT) as client:
+            outcome = await recall_memories(
+                client, tenant=tenant, agent_id="main", query="q words", config=config(),
+                counter=COUNTER, deadline=time.monotonic() + 5,
+            )  # fmt: skip
     assert outcome.items == [] and len(outcome.degraded_reasons) == 2
-    slow = FakeBackend(user_hits=[hit(f"{M}/a.md", 0.9)], delay=1.0)
-    started = time.monotonic()
-    outcome = await recall_memories(
-        slow, tenant=TENANT, agent_id="main", query="q words", config=config(), counter=COUNTER,
-        deadline=time.monotonic() + 0.1,
-    )  # fmt: skip
-    assert time.monotonic() - started < 0.5
-    assert outcome.items == [] and all("timed out" in r for r in outcome.degraded_reasons)
+    assert all("BackendUnavailable" in r for r in outcome.degraded_reasons), outcome.degraded_reasons
+    with LookalikeOpenViking(delay=1.0) as slow:
+        async with OpenVikingClient(slow.base_url, DevAuth(), retry=ONE_ATTEMPT) as client:
+            started = time.monotonic()
+            outcome = await recall_memories(
+                client, tenant=tenant, agent_id="main", query="q words", config=config(),
+                counter=COUNTER, deadline=time.monotonic() + 0.1,
+            )  # fmt: skip
+            assert time.monotonic() - started < 0.5
+    assert outcome.items == [] and len(outcome.degraded_reasons) == 2
+    assert all("timed out" in r for r in outcome.degraded_reasons), outcome.degraded_reasons

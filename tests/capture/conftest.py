@@ -1,7 +1,9 @@
 """Capture services on real in-process gRPC servers, backed by the session's real OpenViking.
 
-CompactionService is a recording stand-in here (a real gRPC server that answers PENDING
-checkpoints): these tests are about what capture asks for, not what compaction does.
+Each host runs the real CaptureService and, unless told otherwise, the real CompactionService
+next to it (one process, the way `context-engine --service all` runs them): what a trigger or a
+flush starts is observable as a real checkpoint and a real generation switch of the stream.
+A host started with `compaction=False` points capture at a closed port (compaction down).
 """
 
 from __future__ import annotations
@@ -10,49 +12,25 @@ import itertools
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
-import grpc
 import pytest
-from contextengine.v1 import (
-    capture_pb2_grpc,
-    checkpoint_pb2,
-    common_pb2,
-    compaction_pb2,
-    compaction_pb2_grpc,
-)
+from contextengine.v1 import capture_pb2_grpc, common_pb2, compaction_pb2_grpc
 from grpc import aio
 
 from services.capture import build_capture_service
+from services.compaction import build_compaction_service
 from shared.config import Settings, load_settings
+from shared.domain.checkpoints import CheckpointRecord, CheckpointStore
+from shared.domain.documents import DocumentStore
+from shared.domain.identity import RequestIdentity, parse_identity
+from shared.domain.stream_state import StreamState, StreamStateStore
+from shared.localstack.processes import free_port
 from shared.openviking.client import OpenVikingClient
 from shared.runtime.context import ServiceContext, build_openviking_client
-from shared.runtime.server import ServiceHost, ServiceSpec
+from shared.runtime.server import ServiceHost
 from tests.support.stack import OpenVikingEndpoint
 
 _ids = itertools.count()
-
-
-class RecordingCompaction(compaction_pb2_grpc.CompactionServiceServicer):
-    """Stand-in CompactionService: records each Compact and answers with a PENDING checkpoint."""
-
-    def __init__(self) -> None:
-        self.calls: list[compaction_pb2.CompactRequest] = []
-        self.fail = False
-
-    async def Compact(  # noqa: N802
-        self, request: compaction_pb2.CompactRequest, context: aio.ServicerContext[Any, Any]
-    ) -> compaction_pb2.CompactResponse:
-        if self.fail:
-            await context.abort(grpc.StatusCode.UNAVAILABLE, "compaction down")
-        self.calls.append(request)
-        checkpoint = checkpoint_pb2.CompactCheckpoint(
-            checkpoint_id=f"cp-{len(self.calls)}",
-            status=checkpoint_pb2.CHECKPOINT_STATUS_PENDING,
-            trigger=request.trigger,
-            host_session_id=request.identity.session_id,
-        )
-        return compaction_pb2.CompactResponse(ok=True, compacted=True, checkpoint=checkpoint)
 
 
 @dataclass
@@ -60,9 +38,10 @@ class CaptureHost:
     host: ServiceHost
     channel: aio.Channel
     stub: capture_pb2_grpc.CaptureServiceAsyncStub
+    compaction: compaction_pb2_grpc.CompactionServiceAsyncStub
+    """CompactionService of this host (answers only when the host runs it)."""
     openviking: OpenVikingClient
     settings: Settings
-    spec: ServiceSpec
 
     async def close(self) -> None:
         await self.channel.close()
@@ -71,33 +50,50 @@ class CaptureHost:
 
 @dataclass
 class CaptureStack:
-    """Factory for capture hosts sharing one OpenViking and one recording compaction."""
+    """Factory for capture hosts sharing one real OpenViking."""
 
     openviking: OpenVikingEndpoint
-    compaction: RecordingCompaction
-    compaction_address: str
     hosts: list[CaptureHost] = field(default_factory=list)
 
-    async def start(self, base_url: str | None = None, **overrides: object) -> CaptureHost:
+    async def start(
+        self, base_url: str | None = None, *, compaction: bool = True, **overrides: object
+    ) -> CaptureHost:
+        """Capture (+ the real CompactionService unless `compaction=False`) on port 0."""
+        dead_compaction = f"127.0.0.1:{free_port()}"
         settings = load_settings(
             environ={},
             overrides={
                 "baseUrl": base_url or self.openviking.base_url,
                 "grpcPort": 0,
-                "shutdownGraceSeconds": 2,
+                "shutdownGraceSeconds": 10,
                 "timeoutMs": 60_000,
+                **({} if compaction else {"compactionTarget": dead_compaction}),
                 **overrides,
             },
         )
         ov = build_openviking_client(settings)
-        context = ServiceContext(
-            settings=settings, openviking=ov, compaction_target=lambda: self.compaction_address
-        )
-        spec = build_capture_service(context)
-        host = ServiceHost(settings, [spec], closers=[ov.aclose])
+        host_ref: list[ServiceHost] = []
+
+        def compaction_target() -> str:
+            return settings.compaction_target or host_ref[0].address
+
+        context = ServiceContext(settings=settings, openviking=ov, compaction_target=compaction_target)
+        # Capture first: its shutdown flush runs while this host's compaction still answers.
+        specs = [build_capture_service(context)]
+        if compaction:
+            specs.append(build_compaction_service(context))
+        host = ServiceHost(settings, specs, closers=[ov.aclose])
+        host_ref.append(host)
         await host.start(0)
         channel = aio.insecure_channel(host.address)
-        started = CaptureHost(host, channel, capture_pb2_grpc.CaptureServiceStub(channel), ov, settings, spec)
+        started = CaptureHost(
+            host,
+            channel,
+            capture_pb2_grpc.CaptureServiceStub(channel),
+            compaction_pb2_grpc.CompactionServiceStub(channel),
+            ov,
+            settings,
+        )
         self.hosts.append(started)
         return started
 
@@ -112,20 +108,34 @@ def new_identity(user: str = "", session: str = "") -> common_pb2.Identity:
     )
 
 
+def parsed(identity: common_pb2.Identity) -> RequestIdentity:
+    return parse_identity(identity, default_agent_id="x", default_account_id="x", session_required=True)
+
+
+async def stream_state(ov: OpenVikingClient, identity: common_pb2.Identity) -> StreamState:
+    """The engine's stream state as stored in OpenViking."""
+    state = await StreamStateStore(DocumentStore(ov)).load(parsed(identity))
+    assert state is not None
+    return state
+
+
+async def checkpoint(
+    ov: OpenVikingClient, identity: common_pb2.Identity, checkpoint_id: str
+) -> CheckpointRecord:
+    """A checkpoint document as stored in OpenViking (readable with no service running)."""
+    record = await CheckpointStore(DocumentStore(ov)).read(parsed(identity).tenant, checkpoint_id)
+    assert record is not None, checkpoint_id
+    return record
+
+
 @pytest.fixture
 async def capture_stack(openviking: OpenVikingEndpoint) -> AsyncIterator[CaptureStack]:
-    recorder = RecordingCompaction()  # type: ignore[abstract]  # only Compact is needed
-    server = aio.server()
-    compaction_pb2_grpc.add_CompactionServiceServicer_to_server(recorder, server)
-    port = server.add_insecure_port("127.0.0.1:0")
-    await server.start()
-    stack = CaptureStack(openviking, recorder, f"127.0.0.1:{port}")
+    stack = CaptureStack(openviking)
     try:
         yield stack
     finally:
         for host in stack.hosts:
             await host.close()
-        await server.stop(None)
 
 
 StartHost = Callable[..., Awaitable[CaptureHost]]

@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 
 import grpc
 import pytest
-from contextengine.v1 import capture_pb2, checkpoint_pb2, common_pb2, packet_pb2
+from contextengine.v1 import capture_pb2, checkpoint_pb2, common_pb2, compaction_pb2, packet_pb2
 from grpc import aio
 
 from services.capture.transcript import READ_ALL_TOKEN_BUDGET
+from shared.config import load_settings
 from shared.domain.documents import DocumentStore
 from shared.domain.envelope import persisted_turn
 from shared.domain.identity import parse_identity
 from shared.domain.stream_state import StreamStateStore, session_id_for
 from shared.errors import BackendNotFound
 from shared.openviking.client import OpenVikingClient
-from tests.capture.conftest import CaptureHost, CaptureStack, new_identity
+from shared.runtime.context import build_openviking_client
+from tests.capture.conftest import CaptureHost, CaptureStack, checkpoint, new_identity, parsed, stream_state
 from tests.capture.messages import conversation, injected_recall, user
+from tests.support.stack import OpenVikingEndpoint
 
 pytestmark = pytest.mark.stack
 
@@ -180,22 +184,45 @@ async def test_turn_count_trigger_fires_once_at_its_threshold(capture_stack: Cap
     host = await capture_stack.start(compactTurnThreshold=3)
     identity = new_identity()
     transcript = conversation(3)
+    first_session = session_id_for(parsed(identity).stream_id, 0)
     responses = await play(host, identity, transcript, user_boundaries(transcript))
     fired = [r.trigger_fired for r in responses]
     assert fired == [0, 0, checkpoint_pb2.COMPACTION_TRIGGER_TURN_COUNT]
-    assert responses[-1].compaction_checkpoint_id == "cp-1"
-    [call] = capture_stack.compaction.calls
-    assert call.background and call.trigger == checkpoint_pb2.COMPACTION_TRIGGER_TURN_COUNT
-    assert call.identity.session_id == identity.session_id and call.identity.agent_id == "helper"
+    assert [bool(r.compaction_checkpoint_id) for r in responses] == [False, False, True]
+    checkpoint_id = responses[-1].compaction_checkpoint_id
+    # The real CompactionService committed the session: a checkpoint for this stream, made for
+    # the turn-count trigger, and the stream's new turns now go to the next generation.
+    got = await host.compaction.GetCheckpoint(
+        compaction_pb2.GetCheckpointRequest(identity=identity, checkpoint_id=checkpoint_id), timeout=60
+    )
+    cp = got.checkpoint
+    assert cp.trigger == checkpoint_pb2.COMPACTION_TRIGGER_TURN_COUNT
+    assert cp.host_session_id == identity.session_id and cp.agent_id == "helper"
+    assert cp.session_id == first_session and cp.archive_uri
+    assert (cp.source_turn_range.start_sequence, cp.source_turn_range.end_sequence) == (
+        0,
+        len(transcript) - 1,
+    )
+    listed = await host.compaction.ListCheckpoints(
+        compaction_pb2.ListCheckpointsRequest(identity=identity), timeout=60
+    )
+    assert [c.checkpoint_id for c in listed.checkpoints] == [checkpoint_id]  # fired once
+    state = await stream_state(host.openviking, identity)
+    assert state.generation == 1 and state.active_session == session_id_for(state.stream_id, 1)
+    assert state.sessions == [first_session, state.active_session]
+    assert state.checkpoint_ids == [checkpoint_id] and state.turns_since_compaction == 0
 
 
 async def test_failed_compaction_start_still_returns_the_turn(capture_stack: CaptureStack) -> None:
-    host = await capture_stack.start(compactTurnThreshold=1)
-    capture_stack.compaction.fail = True
+    host = await capture_stack.start(compaction=False, compactTurnThreshold=1)  # compaction down
     identity = new_identity()
     response = await host.stub.AfterTurn(after_turn(identity, conversation(1), 0))
     assert response.persisted_count == 2
     assert response.trigger_fired == checkpoint_pb2.COMPACTION_TRIGGER_UNSPECIFIED
+    assert response.compaction_checkpoint_id == ""
+    state = await stream_state(host.openviking, identity)
+    assert state.generation == 0 and state.checkpoint_ids == [] and state.turns_since_compaction == 1
+    assert [s for s, _ in await stored_turns(host.openviking, identity)] == [0, 1]
 
 
 async def test_openviking_unavailable_then_retry_loses_and_doubles_nothing(
@@ -274,22 +301,33 @@ async def test_forget_memory_tenant_isolation_and_query(capture_stack: CaptureSt
     assert not gone.deleted_uris
 
 
-async def test_flush_sessions_and_shutdown_flush(capture_stack: CaptureStack) -> None:
+async def test_flush_sessions_and_shutdown_flush(
+    capture_stack: CaptureStack, openviking: OpenVikingEndpoint
+) -> None:
     host = await capture_stack.start()
-    one, two = new_identity(user="flushuser", session="fs-1"), new_identity(user="flushuser", session="fs-2")
+    user_id = f"flushuser-{uuid.uuid4().hex[:6]}"
+    one, two = new_identity(user=user_id, session="fs-1"), new_identity(user=user_id, session="fs-2")
     for identity in (one, two):
         await host.stub.AfterTurn(after_turn(identity, conversation(1), 0))
     flushed = await host.stub.FlushSessions(capture_pb2.FlushSessionsRequest(identity=one))
-    assert len(flushed.checkpoints) == 1
-    assert [c.identity.session_id for c in capture_stack.compaction.calls] == ["fs-1"]
-    assert capture_stack.compaction.calls[0].trigger == checkpoint_pb2.COMPACTION_TRIGGER_FLUSH
-    capture_stack.compaction.calls.clear()
+    [cp] = flushed.checkpoints
+    assert cp.host_session_id == "fs-1" and cp.trigger == checkpoint_pb2.COMPACTION_TRIGGER_FLUSH
+    assert (await stream_state(host.openviking, one)).checkpoint_ids == [cp.checkpoint_id]
+    assert (await stream_state(host.openviking, two)).checkpoint_ids == []  # only the asked-for one
+    # A new turn on fs-1 (now in generation 1): both streams have uncommitted turns again.
+    longer = [*conversation(1), *conversation(1, prefix="later")]
+    await host.stub.AfterTurn(after_turn(one, longer, 2))
     await host.host.stop()  # what SIGTERM does: drain, then the shutdown hook flushes
-    assert sorted(c.identity.session_id for c in capture_stack.compaction.calls) == ["fs-1", "fs-2"]
-    assert all(
-        c.background and c.trigger == checkpoint_pb2.COMPACTION_TRIGGER_FLUSH
-        for c in capture_stack.compaction.calls
-    )
+    settings = load_settings(environ={}, overrides={"baseUrl": openviking.base_url})
+    async with build_openviking_client(settings) as ov:
+        states = {i.session_id: await stream_state(ov, i) for i in (one, two)}
+        assert [len(s.checkpoint_ids) for s in states.values()] == [2, 1]
+        assert [s.generation for s in states.values()] == [2, 1]
+        assert all(s.turns_since_compaction == 0 for s in states.values())
+        for identity, state in zip((one, two), states.values(), strict=True):
+            record = await checkpoint(ov, identity, state.checkpoint_ids[-1])
+            assert record.trigger == checkpoint_pb2.COMPACTION_TRIGGER_FLUSH
+            assert record.host_session_id == identity.session_id
 
 
 async def test_stream_state_counts_the_turns(capture_stack: CaptureStack) -> None:
