@@ -75,6 +75,7 @@ async def load_stable_profile(
         return_exceptions=True,
     )
     remaining = max_tokens
+    shown: list[str] = []
     if isinstance(read, BaseException):
         if not isinstance(read, Exception):
             raise read
@@ -84,6 +85,9 @@ async def load_stable_profile(
         block = _cut_to_tokens(f"{PROFILE_HEADER}\n{read.strip()}", counter, remaining)
         remaining -= counter.count(block)
         profile.blocks.append(block)
+        # Recall returns the canonical URI; the profile shown here must not be recalled again.
+        shown.append(f"viking://user/{tenant.user_id}/memories/profile.md")
+        profile.uris = frozenset(shown)
     if isinstance(found, BaseException):
         if not isinstance(found, Exception):
             raise found
@@ -94,7 +98,6 @@ async def load_stable_profile(
     # The agent's own preferences before the user's general ones.
     candidates.sort(key=lambda c: (c.tags and agent_tag(agent_id) in c.tags, c.score), reverse=True)
     lines: list[str] = []
-    uris: list[str] = []
     remaining -= counter.count(PREFERENCES_HEADER) + 1
     for candidate in candidates[:MAX_PREFERENCES]:
         line = memory_line(candidate.category, truncate_content(candidate.abstract, max_item_chars))
@@ -102,9 +105,9 @@ async def load_stable_profile(
         if cost > remaining:
             break
         lines.append(line)
-        uris.append(candidate.uri)
+        shown.append(candidate.uri)
         remaining -= cost
     if lines:
         profile.blocks.append("\n".join([PREFERENCES_HEADER, *lines]))
-        profile.uris = frozenset(uris)
+        profile.uris = frozenset(shown)
     return profile

@@ -59,12 +59,12 @@ def _map_errors(method: str, inner: UnaryHandler, inflight: InflightCalls) -> Un
     return handler
 
 
-class ErrorMappingInterceptor(aio.ServerInterceptor):
-    """Maps `ContextEngineError` to its status and anything else to a bare INTERNAL; counts
-    running calls in `inflight`."""
+class UnaryInterceptor(aio.ServerInterceptor):
+    """Base of the engine's interceptors: `wrap` decorates each unary-unary handler (None leaves
+    it as it is); other handler kinds pass through."""
 
-    def __init__(self, inflight: InflightCalls | None = None) -> None:
-        self._inflight = inflight or InflightCalls()
+    def wrap(self, details: grpc.HandlerCallDetails, inner: UnaryHandler) -> UnaryHandler | None:
+        raise NotImplementedError
 
     async def intercept_service(
         self,
@@ -74,9 +74,22 @@ class ErrorMappingInterceptor(aio.ServerInterceptor):
         handler = await continuation(handler_call_details)
         if handler is None or handler.unary_unary is None:
             return handler
-        inner = cast(UnaryHandler, handler.unary_unary)
+        wrapped = self.wrap(handler_call_details, cast(UnaryHandler, handler.unary_unary))
+        if wrapped is None:
+            return handler
         return grpc.unary_unary_rpc_method_handler(
-            _map_errors(handler_call_details.method, inner, self._inflight),
+            wrapped,
             request_deserializer=handler.request_deserializer,
             response_serializer=handler.response_serializer,
         )
+
+
+class ErrorMappingInterceptor(UnaryInterceptor):
+    """Maps `ContextEngineError` to its status and anything else to a bare INTERNAL; counts
+    running calls in `inflight`."""
+
+    def __init__(self, inflight: InflightCalls | None = None) -> None:
+        self._inflight = inflight or InflightCalls()
+
+    def wrap(self, details: grpc.HandlerCallDetails, inner: UnaryHandler) -> UnaryHandler:
+        return _map_errors(details.method, inner, self._inflight)

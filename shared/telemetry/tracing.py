@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, cast
+from typing import Any
 
 import grpc
 import httpx
@@ -24,6 +24,7 @@ from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode, Tracer
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from shared.openviking.settings import PoolLimits
+from shared.runtime.interceptors import UnaryHandler, UnaryInterceptor
 from shared.telemetry import attributes as attr
 from shared.telemetry.metrics import record_openviking_call, record_rpc
 
@@ -46,8 +47,6 @@ _SERVER_ERROR_CODES = frozenset(
 _ID_COLLECTIONS = frozenset({"sessions", "tasks", "accounts", "users"})
 _W3C = TraceContextTextMapPropagator()
 
-UnaryHandler = Callable[[Any, aio.ServicerContext[Any, Any]], Awaitable[Any]]
-
 
 def engine_tracer(tracer_provider: TracerProvider | None = None) -> Tracer:
     """The engine's tracer (the process-wide provider unless one is given)."""
@@ -63,7 +62,7 @@ def split_method(full_method: str) -> tuple[str, str]:
 # --- gRPC server ---------------------------------------------------------------------------
 
 
-class TracingServerInterceptor(aio.ServerInterceptor):
+class TracingServerInterceptor(UnaryInterceptor):
     """Continues the caller's trace (W3C metadata) with one SERVER span per unary RPC and
     records `contextengine.rpc.duration`. Put it before `ErrorMappingInterceptor` so it sees
     the mapped status. Health and reflection calls are not traced."""
@@ -71,21 +70,10 @@ class TracingServerInterceptor(aio.ServerInterceptor):
     def __init__(self, tracer_provider: TracerProvider | None = None) -> None:
         self._tracer = engine_tracer(tracer_provider)
 
-    async def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler[Any, Any] | None:
-        handler = await continuation(handler_call_details)
-        full_method = handler_call_details.method
-        if handler is None or handler.unary_unary is None or full_method.startswith(_UNTRACED_SERVICES):
-            return handler
-        carrier = _metadata_carrier(handler_call_details.invocation_metadata)
-        return grpc.unary_unary_rpc_method_handler(
-            self._traced(full_method, carrier, cast(UnaryHandler, handler.unary_unary)),
-            request_deserializer=handler.request_deserializer,
-            response_serializer=handler.response_serializer,
-        )
+    def wrap(self, details: grpc.HandlerCallDetails, inner: UnaryHandler) -> UnaryHandler | None:
+        if details.method.startswith(_UNTRACED_SERVICES):
+            return None
+        return self._traced(details.method, _metadata_carrier(details.invocation_metadata), inner)
 
     def _traced(self, full_method: str, carrier: Mapping[str, str], inner: UnaryHandler) -> UnaryHandler:
         service, method = split_method(full_method)

@@ -143,9 +143,8 @@ async def test_assemble_injects_recall_profile_and_summary(openviking_llm: OpenV
     # the profile (so left out of recall).
     recalled = {m.uri.rsplit("/", 1)[1]: m for m in packet.recalled_memories}
     assert "n.md" in recalled and recalled["n.md"].scope == packet_pb2.MEMORY_SCOPE_AGENT
-    # profile.md also comes back from recall today although the profile block already shows it
-    # (assembly only leaves out the profile's preference memories); not asserted either way here.
-    assert set(recalled) - {"profile.md"} == {"n.md"}, list(recalled)
+    # profile.md is in the profile block, so it is never recalled a second time.
+    assert set(recalled) == {"n.md"}, list(recalled)
     assert all(f"/user/{tenant.user_id}/" in m.uri for m in packet.recalled_memories)
     assert reply.system_prompt_addition.startswith("[User Profile]\nAlice, a backend engineer.")
     assert "- [preferences] User prefers vim for coding" in reply.system_prompt_addition
