@@ -87,7 +87,13 @@ def _status(layout: StackLayout) -> int:
         print(f"process {name:<11} {'running, pid ' + str(pid) if running else 'not running'}")
     config = OpenVikingDataLayout(layout.data_dir / "openviking").config_file
     if config.is_file():
-        port = json.loads(config.read_text(encoding="utf-8"))["server"]["port"]
+        ov_conf = json.loads(config.read_text(encoding="utf-8"))
+        port = ov_conf["server"]["port"]
+        extraction = ov_conf.get("memory", {}).get("extraction_enabled", True)
+        llm = ov_conf.get("vlm", {}).get("model", "")
+        print(
+            f"memory extraction {'ON with LLM ' + llm if extraction and llm else 'OFF (no LLM configured)'}"
+        )
         url = f"http://127.0.0.1:{port}/health"
         try:
             health = httpx.get(url, timeout=2.0).json()
