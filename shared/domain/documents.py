@@ -9,6 +9,7 @@ directory) is the create-once primitive.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from shared.openviking.client import OpenVikingClient
 from shared.openviking.tenant import Tenant
 
 ENGINE_ROOT = "viking://~/resources/.contextengine"
+TORN_READ_ATTEMPTS = 5
 
 
 def sha256_text(text: str) -> str:
@@ -36,11 +38,20 @@ class DocumentStore:
         self._ov = openviking
 
     async def read(self, tenant: Tenant, uri: str, *, deadline: float | None = None) -> StoredDocument | None:
-        try:
-            text = await self._ov.read(tenant, uri, deadline=deadline)
-        except BackendNotFound:
-            return None
-        return StoredDocument(json.loads(text), sha256_text(text))
+        """The document, or None when absent. A document caught mid-rewrite (OpenViking replaces
+        files in place) reads as empty or cut short: it is read again, then reported as Aborted."""
+        for attempt in range(TORN_READ_ATTEMPTS):
+            try:
+                text = await self._ov.read(tenant, uri, deadline=deadline)
+            except BackendNotFound:
+                return None
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError:
+                await asyncio.sleep(0.02 * (attempt + 1))
+                continue
+            return StoredDocument(data, sha256_text(text))
+        raise Aborted(f"{uri} is being rewritten; retry the call")
 
     async def ensure_directory(self, tenant: Tenant, uri: str, *, deadline: float | None = None) -> bool:
         """Create `uri` (and parents); True when this call created it."""

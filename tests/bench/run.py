@@ -289,7 +289,7 @@ def start_engine(openviking_url: str, log_dir: Path, extra_env: dict[str, str]) 
         log_path = log_dir / f"engine-{name}.log"
         handle = log_path.open("wb")
         process = subprocess.Popen(
-            [sys.executable, "-m", "tests.bench.serve", "--service", name, "--port", str(ports[name])],
+            [sys.executable, "-m", "shared.runtime.main", "--service", name, "--port", str(ports[name])],
             cwd=REPO,
             env=env,
             stdout=handle,
@@ -1064,8 +1064,7 @@ Measured by `make bench` (`.venv/bin/python -m tests.bench.run`), source in `tes
   {report["workload"]["users"]} users, tool results 80 B–6 kB, topic drift, one planted
   preference/decision per session; token budget {a["budget"]}.
 - Topology: embedding server + OpenViking 0.5.2 (local stack, temp data dir) and the three services as
-  separate processes (`python -m tests.bench.serve --service X`, i.e. `shared.runtime.main` plus a
-  shim for the assembly builder's interim signature), all on the same 2-core machine together
+  separate processes (`python -m shared.runtime.main --service X`), all on the same 2-core machine together
   with the bench client.
 - No LLM: OpenViking extracts no memories from conversation and commits archive without summaries.
   Half of the planted facts were therefore also stored with `StoreMemory`; hit rates are shown
