@@ -23,6 +23,7 @@ from contextengine.v1 import (
     common_pb2,
     compaction_pb2,
     compaction_pb2_grpc,
+    envelope_pb2,
 )
 from google.protobuf.json_format import MessageToDict
 
@@ -120,6 +121,20 @@ def _show_messages(messages: list[common_pb2.ConversationMessage]) -> None:
             print(f"    {role:>11}: {textwrap.shorten(body, 150)}", flush=True)
 
 
+def _part_text(turn: envelope_pb2.TurnEnvelope) -> str:
+    for part in turn.parts:
+        kind = part.WhichOneof("part")
+        if kind == "text":
+            return textwrap.shorten(part.text.text, 110)
+        if kind == "tool_call":
+            return f"[tool_call {part.tool_call.tool_name}] {part.tool_call.arguments.json}"
+        if kind == "tool_result":
+            return textwrap.shorten(
+                f"[tool_result {part.tool_result.tool_name}] {part.tool_result.result.json}", 110
+            )
+    return ""
+
+
 async def play(target: str) -> None:
     async with grpc.aio.insecure_channel(target) as channel:
         capture = capture_pb2_grpc.CaptureServiceStub(channel)
@@ -202,8 +217,14 @@ async def play(target: str) -> None:
             )
         )
         _show("ExpandMemory", expanded, ("linked_uris", "readable_uris", "checkpoint_id"))
-        for turn in expanded.turns:
-            print(f"    #{turn.turn.sequence} {turn.source_uri} score={turn.match_score:.2f}", flush=True)
+        print(f"  raw turns from {expanded.readable_uris[0] if expanded.readable_uris else '?'}:", flush=True)
+        for expanded_turn in expanded.turns:
+            turn = expanded_turn.turn
+            role = envelope_pb2.EnvelopeRole.Name(turn.role).removeprefix("ENVELOPE_ROLE_").lower()
+            print(
+                f"    #{turn.sequence} score={expanded_turn.match_score:.2f} {role}: {_part_text(turn)}",
+                flush=True,
+            )
 
 
 async def main() -> None:
