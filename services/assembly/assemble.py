@@ -207,6 +207,7 @@ async def assemble_context(
         summaries=retrieved.summaries,
         recall=plan,
         recall_anchor=_recall_anchor(messages, prompt),
+        recall_budget=settings.recall_token_budget,
     )
     recalled = outcome.items[: packed.recalled_kept] if outcome else []
     skip_reason = query.skip_reason

@@ -146,11 +146,13 @@ def pack_context(
     summaries: Sequence[packet_pb2.CompactSummary] = (),
     recall: RecallPlan | None = None,
     recall_anchor: int | None = None,
+    recall_budget: int | None = None,
 ) -> PackedContext:
     """Fit everything into `budget` tokens (messages plus the system prompt addition).
 
     `summaries` are oldest first. `recall_anchor` is the host-transcript index after which the
-    recall pair goes (None: at the end).
+    recall pair goes (None: at the end). The injected recall pair, as the model reads it (call,
+    result JSON and framing), never exceeds `recall_budget` (recallTokenBudget).
     """
     recent = list(turns[-recent_raw_turn_count:]) if recent_raw_turn_count > 0 else []
     older = list(turns[: len(turns) - len(recent)])
@@ -169,6 +171,9 @@ def pack_context(
     def profile_tokens() -> int:
         return count.counter.count(profile_text(blocks))
 
+    if recall_budget is not None:
+        while recall_keep > 0 and recall_tokens() > recall_budget:
+            recall_keep -= 1
     parts = {"recall": recall_tokens(), "summaries": summary_tokens(), "profile": profile_tokens()}
     while raw_tokens + sum(parts.values()) > budget:
         if recall_keep > 0:

@@ -34,7 +34,7 @@ from tests.support.stack import OpenVikingEndpoint, RemoteOpenViking
 pytestmark = pytest.mark.stack
 
 ACCOUNT = f"e2e-modes-{uuid.uuid4().hex[:8]}"
-RECALL_TOKEN_BUDGET = 120
+RECALL_TOKEN_BUDGET = 300
 COMMON = {
     "memoryExpandMaxResults": 100,
     "recentRawTurnCount": 4,
@@ -238,24 +238,18 @@ async def test_recall_never_inflates_the_context_beyond_its_budgets(local: Stubs
         assembled = await host.assemble(DEPLOY_QUESTION, token_budget=budget)
         packet = assembled.packet
         tokens = packet.tokens
-        assert len(packet.recalled_memories) >= 1, packet
         assert tokens.budget == budget
         assert tokens.used <= budget and assembled.estimated_tokens <= budget, tokens
         assert not tokens.over_budget
-        # What recall selected is bounded: 8 relevant memories of ~50 tokens, budget 120.
+        # What recall injects is bounded: 8 relevant memories of ~50 tokens, budget 300 (the
+        # query of the recall window travels in the call, so here it may leave room for none).
         assert len(packet.recalled_memories) < 8
-        assert tokens.recall < 2 * RECALL_TOKEN_BUDGET + 200, tokens
+        assert tokens.recall <= RECALL_TOKEN_BUDGET, tokens
         # The host's newest turn is never dropped in favour of recall.
         own = [m for m in assembled.messages if not is_injected(m)]
         assert all_text(own[-1:]) == DEPLOY_QUESTION
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: recallTokenBudget bounds the '- [category] content' lines (services/assembly/recall.py "
-    "fit_token_budget), not the injected memory_recall_auto exchange the model reads (JSON with uri, "
-    "score, the call): packet.tokens.recall exceeds recallTokenBudget",
-)
 async def test_injected_recall_tokens_stay_within_recall_token_budget(local: Stubs) -> None:
     """§10.3 strictly: packet.tokens.recall (the injected pair as counted) <= recallTokenBudget."""
     host = session(local, new_user_id("budget-strict"))
