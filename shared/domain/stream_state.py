@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections import OrderedDict
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -24,6 +25,8 @@ from shared.domain.identity import RequestIdentity
 from shared.errors import Aborted
 
 MAX_CAS_ATTEMPTS = 12
+LAST_SEEN_CAPACITY = 10_000
+"""Streams whose last-seen state version this replica keeps (a cache; OpenViking is the truth)."""
 
 
 def utc_now() -> datetime:
@@ -91,19 +94,37 @@ class StreamStateStore:
 
     def __init__(self, documents: DocumentStore) -> None:
         self._documents = documents
+        self._last_seen: OrderedDict[tuple[str, str, str], StoredDocument] = OrderedDict()
 
     @staticmethod
     def uri(stream_id: str) -> str:
         return f"{stream_dir(stream_id)}/state.json"
 
-    async def load(self, identity: RequestIdentity, *, deadline: float | None = None) -> StreamState | None:
+    def _key(self, identity: RequestIdentity) -> tuple[str, str, str]:
+        return (identity.tenant.account_id, identity.tenant.user_id, identity.stream_id)
+
+    def _remember(self, identity: RequestIdentity, stored: StoredDocument) -> None:
+        key = self._key(identity)
+        self._last_seen[key] = stored
+        self._last_seen.move_to_end(key)
+        while len(self._last_seen) > LAST_SEEN_CAPACITY:
+            self._last_seen.popitem(last=False)
+
+    async def _read(self, identity: RequestIdentity, deadline: float | None) -> StoredDocument | None:
         stored = await self._documents.read(identity.tenant, self.uri(identity.stream_id), deadline=deadline)
+        if stored is not None:
+            self._remember(identity, stored)
+        return stored
+
+    async def load(self, identity: RequestIdentity, *, deadline: float | None = None) -> StreamState | None:
+        """The current state, read from OpenViking (never from this replica's memory)."""
+        stored = await self._read(identity, deadline)
         return StreamState.model_validate(stored.data) if stored else None
 
     async def _load_or_create(self, identity: RequestIdentity, deadline: float | None) -> StoredDocument:
         uri = self.uri(identity.stream_id)
         for _ in range(MAX_CAS_ATTEMPTS):
-            stored = await self._documents.read(identity.tenant, uri, deadline=deadline)
+            stored = await self._read(identity, deadline)
             if stored is not None:
                 return stored
             if await self._documents.ensure_directory(
@@ -111,6 +132,7 @@ class StreamStateStore:
             ):
                 data = initial_state(identity).model_dump(mode="json")
                 sha = await self._documents.write(identity.tenant, uri, data, deadline=deadline)
+                self._remember(identity, StoredDocument(data, sha))
                 return StoredDocument(data, sha)
             await asyncio.sleep(0.05)  # another replica is creating it
         raise Aborted(f"stream state {uri} was not created in time")
@@ -126,24 +148,32 @@ class StreamStateStore:
 
         `mutate` gets a copy and returns the new state, or None to leave it unchanged.
         Returns the resulting state and whether it was written.
+
+        The first attempt starts from the version this replica last read or wrote, saving a
+        read on the hot path; compare-and-swap rejects it if another writer came in between,
+        and a decision not to write is only ever taken on a fresh read.
         """
         uri = self.uri(identity.stream_id)
         for attempt in range(MAX_CAS_ATTEMPTS):
-            stored = await self._load_or_create(identity, deadline)
+            stored = self._last_seen.pop(self._key(identity), None)
+            fresh = stored is None
+            if stored is None:
+                stored = await self._load_or_create(identity, deadline)
             current = StreamState.model_validate(stored.data)
             changed = mutate(current.model_copy(deep=True))
             if changed is None:
+                if not fresh:
+                    continue
+                self._remember(identity, stored)
                 return current, False
+            data = changed.model_dump(mode="json")
             try:
-                await self._documents.write(
-                    identity.tenant,
-                    uri,
-                    changed.model_dump(mode="json"),
-                    expected_sha256=stored.sha256,
-                    deadline=deadline,
+                sha = await self._documents.write(
+                    identity.tenant, uri, data, expected_sha256=stored.sha256, deadline=deadline
                 )
             except Aborted:
                 await asyncio.sleep(random.uniform(0.01, 0.05 * (attempt + 1)))
                 continue
+            self._remember(identity, StoredDocument(data, sha))
             return changed, True
         raise Aborted(f"stream state {uri} is contended; retry the call")
