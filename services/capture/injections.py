@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from contextengine.v1 import common_pb2
 
@@ -33,6 +33,8 @@ class CleanedMessage:
     message: common_pb2.ConversationMessage | None
     injected: bool
     """True when the message as a whole was an engine injection and is skipped."""
+    used_context_uris: tuple[str, ...] = ()
+    """Memories the engine injected right before this message (what the model answered with)."""
 
 
 def has_injected_marker(message: common_pb2.ConversationMessage) -> bool:
@@ -105,6 +107,32 @@ def clean_message(message: common_pb2.ConversationMessage, recall_ids: frozenset
     return CleanedMessage(cleaned, injected=False)
 
 
+def recalled_uris(message: common_pb2.ConversationMessage, recall_ids: frozenset[str]) -> list[str]:
+    """URIs listed in the injected recall results of `message` (`{"memories": [{"uri": ...}]}`)."""
+    uris: list[str] = []
+    for block in message.content:
+        if not (block.HasField("tool_result") and _is_injected_block(block, recall_ids)):
+            continue
+        for part in block.tool_result.content:
+            try:
+                payload = json.loads(part.text.text) if part.HasField("text") else None
+            except ValueError:
+                continue
+            memories = payload.get("memories", []) if isinstance(payload, dict) else []
+            uris.extend(m["uri"] for m in memories if isinstance(m, dict) and isinstance(m.get("uri"), str))
+    return uris
+
+
 def clean_transcript(messages: Sequence[common_pb2.ConversationMessage]) -> list[CleanedMessage]:
+    """Every message cleaned; the URIs of an injected recall go to the next assistant message."""
     recall_ids = auto_recall_call_ids(messages)
-    return [clean_message(message, recall_ids) for message in messages]
+    cleaned: list[CleanedMessage] = []
+    pending: list[str] = []
+    for message in messages:
+        pending.extend(uri for uri in recalled_uris(message, recall_ids) if uri not in pending)
+        result = clean_message(message, recall_ids)
+        if pending and not result.injected and message.role == common_pb2.MESSAGE_ROLE_ASSISTANT:
+            result = replace(result, used_context_uris=tuple(pending))
+            pending = []
+        cleaned.append(result)
+    return cleaned

@@ -23,7 +23,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from contextengine.v1 import common_pb2
@@ -57,6 +57,7 @@ class Candidate:
 
     sequence: int
     message: common_pb2.ConversationMessage | None
+    used_context_uris: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -158,7 +159,7 @@ class TranscriptWriter:
                 identity.tenant, claim.session_id, kept, deadline
             )
             # Renumber: positions are only stable for AfterTurn; Ingest continues the stream.
-            kept = [Candidate(plan.start + i, c.message) for i, c in enumerate(kept)]
+            kept = [replace(c, sequence=plan.start + i) for i, c in enumerate(kept)]
             new_last = plan.start + len(kept) - 1
         messages = [c.message for c in kept if c.message is not None]
         try:
@@ -167,7 +168,7 @@ class TranscriptWriter:
                     identity.tenant,
                     claim.session_id,
                     [
-                        openviking_message(identity.stream_id, c.sequence, m)
+                        openviking_message(identity.stream_id, c.sequence, m, c.used_context_uris)
                         for c, m in zip(kept, messages, strict=True)
                     ],
                     deadline=deadline,

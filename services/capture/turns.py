@@ -129,7 +129,14 @@ class TurnCapture:
             start = state.last_sequence + 1
             if start > last:
                 return None
-            return ClaimPlan(start, last, [Candidate(i, cleaned[i].message) for i in range(start, last + 1)])
+            return ClaimPlan(
+                start,
+                last,
+                [
+                    Candidate(i, cleaned[i].message, cleaned[i].used_context_uris)
+                    for i in range(start, last + 1)
+                ],
+            )
 
         result = await self._writer.write(identity, plan, counter, deadline=deadline)
         claimed = range(result.claimed_start, result.claimed_end + 1)
@@ -170,7 +177,7 @@ class TurnCapture:
             return ClaimPlan(
                 start,
                 start + len(messages) - 1,
-                [Candidate(start + i, c.message) for i, c in enumerate(cleaned)],
+                [Candidate(start + i, c.message, c.used_context_uris) for i, c in enumerate(cleaned)],
             )
 
         result = await self._writer.write(identity, plan, counter, dedupe_host_ids=True, deadline=deadline)

@@ -6,7 +6,9 @@ Each host message becomes one OpenViking message:
 - `turn_id` is the engine's stable id; `source_message_ids` holds the turn id, the host message
   id and a compact sidecar: the host message with its top-level texts elided (they are the text
   parts, in order). The sidecar makes the round trip exact: JSON arguments byte for byte,
-  thinking blocks and signatures, image references, host fields and timestamps.
+  thinking blocks and signatures, image references, host fields and timestamps;
+- the memories the engine injected for a message (its used context) are OpenViking `context`
+  parts, so OpenViking keeps its own record of which memories a turn used.
 """
 
 from __future__ import annotations
@@ -15,14 +17,21 @@ import base64
 import hashlib
 import json
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from contextengine.v1 import common_pb2, envelope_pb2
 from google.protobuf.timestamp_pb2 import Timestamp
 
-from shared.openviking.models.parts import MessageKind, NewMessage, SendablePart, TextPart, ToolPart
+from shared.openviking.models.parts import (
+    ContextPart,
+    MessageKind,
+    NewMessage,
+    SendablePart,
+    TextPart,
+    ToolPart,
+)
 from shared.openviking.models.sessions import SessionMessage
 
 SIDECAR_PREFIX = "ce1:"
@@ -147,14 +156,22 @@ class PersistedTurn:
     sequence: int
     message: common_pb2.ConversationMessage
     openviking_message_id: str = ""
+    used_context_uris: tuple[str, ...] = ()
 
 
-def openviking_message(stream_id: str, sequence: int, message: common_pb2.ConversationMessage) -> NewMessage:
-    """The OpenViking add-message body for one host message."""
+def openviking_message(
+    stream_id: str,
+    sequence: int,
+    message: common_pb2.ConversationMessage,
+    used_context_uris: Sequence[str] = (),
+) -> NewMessage:
+    """The OpenViking add-message body for one host message; the memories the engine injected
+    for it are recorded as OpenViking `context` parts (its native "used context" record)."""
     turn_id = turn_id_for(stream_id, sequence, message)
+    used = [ContextPart(uri=uri, context_type="memory") for uri in used_context_uris]
     return NewMessage(
         role=_OV_ROLE.get(message.role, "user"),
-        parts=tuple(openviking_parts(message)),
+        parts=(*openviking_parts(message), *used),
         created_at=_timestamp_text(message),
         turn_id=turn_id,
         message_kind=_MESSAGE_KIND.get(message.role),
@@ -173,7 +190,8 @@ def persisted_turn(stored: SessionMessage) -> PersistedTurn | None:
     for block in message.content:
         if block.HasField("text"):
             block.text.text = next(texts, "")
-    return PersistedTurn(stored.turn_id, sequence, message, stored.id)
+    used = tuple(part.uri for part in stored.parts if isinstance(part, ContextPart))
+    return PersistedTurn(stored.turn_id, sequence, message, stored.id, used)
 
 
 def turn_envelope(
@@ -188,6 +206,7 @@ def turn_envelope(
         role=_ENVELOPE_ROLE.get(message.role, envelope_pb2.ENVELOPE_ROLE_UNSPECIFIED),
         host_message_id=message.id,
         agent_id=agent_id,
+        used_context_uris=turn.used_context_uris,
         compaction_marker=envelope_pb2.CompactionMarker(
             source=envelope_pb2.COMPACTION_SOURCE_POST_COMPACT
             if checkpoint_id

@@ -68,6 +68,9 @@ def tool_result(
     )
 
 
+RECALLED_URI = "viking://~/memories/preferences/dark-theme.md"
+
+
 def injected_recall(call_id: str) -> list[common_pb2.ConversationMessage]:
     """What assembly injects for auto recall: an assistant tool call and its tool result."""
     marker = common_pb2.JsonValue(json=json.dumps({"contextengine_injected": "memory_recall_auto"}))
@@ -76,7 +79,9 @@ def injected_recall(call_id: str) -> list[common_pb2.ConversationMessage]:
     call.id = f"ce-injected-memory_recall_auto-call-{call_id}"
     call.host_fields.CopyFrom(marker)
     result = tool_result(
-        call_id, "memory_recall_auto", '{"memories":[{"content":"User prefers dark theme"}]}'
+        call_id,
+        "memory_recall_auto",
+        json.dumps({"memories": [{"uri": RECALLED_URI, "content": "User prefers dark theme"}]}),
     )
     result.id = f"ce-injected-memory_recall_auto-result-{call_id}"
     result.host_fields.CopyFrom(marker)

@@ -13,14 +13,14 @@ from grpc import aio
 from services.capture.transcript import READ_ALL_TOKEN_BUDGET
 from shared.config import load_settings
 from shared.domain.documents import DocumentStore
-from shared.domain.envelope import persisted_turn
+from shared.domain.envelope import persisted_turn, turn_envelope
 from shared.domain.identity import parse_identity
 from shared.domain.stream_state import StreamStateStore, session_id_for
 from shared.errors import BackendNotFound
 from shared.openviking.client import OpenVikingClient
 from shared.runtime.context import build_openviking_client
 from tests.capture.conftest import CaptureHost, CaptureStack, checkpoint, new_identity, parsed, stream_state
-from tests.capture.messages import conversation, injected_recall, user
+from tests.capture.messages import assistant, conversation, injected_recall, user
 from tests.support.stack import OpenVikingEndpoint
 
 pytestmark = pytest.mark.stack
@@ -103,6 +103,30 @@ async def test_multi_turn_conversation_round_trips_byte_for_byte(capture_stack: 
     assert responses[-1].estimated_tokens > 0
     assert responses[-1].capture_worthy
     assert "memory_recall_auto" not in str([m for _, m in stored])
+
+
+async def test_injected_recall_is_recorded_as_the_answers_used_context(capture_stack: CaptureStack) -> None:
+    """The recall pair itself is never stored; the memories it showed the model are recorded on
+    the assistant message that answered, as OpenViking context parts (TurnEnvelope.used_context_uris)."""
+    host = await capture_stack.start()
+    identity = new_identity()
+    transcript = [user("which theme do I like?"), *injected_recall("rc9"), assistant("You like dark theme.")]
+    await host.stub.AfterTurn(after_turn(identity, transcript, 0))
+
+    parsed = parse_identity(
+        identity, default_agent_id="default", default_account_id="default", session_required=True
+    )
+    context = await host.openviking.get_session_context(
+        parsed.tenant, session_id_for(parsed.stream_id, 0), token_budget=READ_ALL_TOKEN_BUDGET
+    )
+    turns = [t for t in map(persisted_turn, context.messages) if t is not None]
+    assert [t.sequence for t in turns] == [0, 3]
+    question, answer = (turn_envelope(t, openviking_session_id="s", agent_id="main") for t in turns)
+    assert list(question.used_context_uris) == []
+    assert [uri.rsplit("/memories/", 1)[1] for uri in answer.used_context_uris] == [
+        "preferences/dark-theme.md"
+    ]
+    assert answer.used_context_uris[0].startswith(f"viking://user/{parsed.tenant.user_id}/")
 
 
 async def test_self_healing_persists_everything_after_last_sequence(capture_stack: CaptureStack) -> None:
