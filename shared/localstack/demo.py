@@ -13,6 +13,7 @@ import json
 import signal
 import textwrap
 from collections.abc import Mapping
+from datetime import UTC, datetime
 
 import grpc
 from contextengine.v1 import (
@@ -140,7 +141,8 @@ async def play(target: str) -> None:
         capture = capture_pb2_grpc.CaptureServiceStub(channel)
         assembly = assembly_pb2_grpc.AssemblyServiceStub(channel)
         compaction = compaction_pb2_grpc.CompactionServiceStub(channel)
-        first = _identity("demo-session-1")
+        run = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")  # reruns reuse the data, not the sessions
+        first = _identity(f"demo-{run}-1")
         transcript: list[common_pb2.ConversationMessage] = []
         for index, (question, tool, answer) in enumerate(FIRST_SESSION):
             _section(f"session 1, turn {index + 1}")
@@ -194,7 +196,7 @@ async def play(target: str) -> None:
         _show_messages(list(compacted.messages))
 
         _section("session 2 recalls what session 1 decided")
-        second = _identity("demo-session-2")
+        second = _identity(f"demo-{run}-2")
         question = "What did we decide about the database for project Atlas?"
         assembled = await assembly.Assemble(
             assembly_pb2.AssembleRequest(
@@ -211,6 +213,9 @@ async def play(target: str) -> None:
         _section("memory_expand back to the raw turns")
         checkpoint = compacted.checkpoint
         uri = checkpoint.archive_uri or checkpoint.checkpoint_id
+        if not uri:
+            print(f"  nothing was compacted ({compacted.reason}); no archive to expand", flush=True)
+            return
         expanded = await compaction.ExpandMemory(
             compaction_pb2.ExpandMemoryRequest(
                 identity=first, summary_or_memory_uri=uri, query="slow query index", limit=4
