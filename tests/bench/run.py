@@ -12,11 +12,17 @@ Phases (each time-capped so the default finishes in well under 15 minutes on 2 c
 2. Replay the workload at 1, 8 and 32 concurrent sessions: per turn Assemble, then AfterTurn.
 3. The same traffic shape straight against OpenViking over HTTP (find ×2 + session context per
    "assemble", batch add per "after turn"): OpenViking's own time, to separate the engine's.
-4. Compact (force) and ExpandMemory on replayed sessions and on 50/500-turn sessions.
-5. One long session: AfterTurn latency as it grows (up to --growth-turns).
-6. Planted-fact recall probes: engine Assemble in a new session / late in the same session vs the
+4. Assembly at scale: 1,000 memories (content/write, wait=false) and a 500-turn session persisted
+   with Ingest; Assemble with the whole transcript at 1, 8 and 32 concurrent callers, split into the
+   engine's own time and the OpenViking calls it makes (by route), assembled vs transcript tokens.
+5. Compact (force) on replayed sessions and on 50/500/2,000-turn sessions (twins: one synchronous,
+   one background=true polled with GetCheckpoint until COMPLETED; OpenViking's commit call from the
+   spans), then ExpandMemory over every compacted session (varied query and limit).
+6. One long session: AfterTurn latency as it grows to --growth-turns (tool results cut short), then
+   the same session straight into OpenViking, one add-message call per message.
+7. Planted-fact recall probes: engine Assemble in a new session / late in the same session vs the
    full transcript truncated newest-first to the same budget vs the legacy RecallFallback block.
-7. Peak RSS (VmHWM) of each service process, OpenViking and the embedding server.
+8. Peak RSS (VmHWM) of each service process, OpenViking and the embedding server.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import asyncio
 import json
 import os
 import platform
+import random
 import shutil
 import subprocess
 import sys
@@ -33,7 +40,7 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +51,7 @@ from contextengine.v1 import (
     assembly_pb2_grpc,
     capture_pb2,
     capture_pb2_grpc,
+    checkpoint_pb2,
     common_pb2,
     compaction_pb2,
     compaction_pb2_grpc,
@@ -52,8 +60,8 @@ from contextengine.v1 import (
 from shared.localstack.processes import free_port
 from shared.localstack.stack import LocalStack, StackSettings
 from shared.tokens import TokenCounter, ensure_offline_tiktoken
-from tests.bench.traces import SpanSink, split_rpcs
-from tests.bench.workload import Session, Turn, Workload, generate
+from tests.bench.traces import SpanRecord, SpanSink, client_spans, split_rpcs
+from tests.bench.workload import TOPICS, Session, Turn, Workload, generate
 
 Role = common_pb2.MessageRole
 ACCOUNT = "bench"
@@ -62,6 +70,10 @@ MODEL = "gpt-4o"
 REPO = Path(__file__).resolve().parents[2]
 GRPC_OPTIONS = [("grpc.max_send_message_length", 64 << 20), ("grpc.max_receive_message_length", 64 << 20)]
 SERVICES = ("compaction", "capture", "assembly")
+PENDING = checkpoint_pb2.CHECKPOINT_STATUS_PENDING
+COMPLETED = checkpoint_pb2.CHECKPOINT_STATUS_COMPLETED
+FAILED = checkpoint_pb2.CHECKPOINT_STATUS_FAILED
+STATUS_NAMES = {v: k.removeprefix("CHECKPOINT_STATUS_") for k, v in checkpoint_pb2.CheckpointStatus.items()}
 
 
 def log(msg: str) -> None:
@@ -576,14 +588,14 @@ async def phase_openviking_raw(
 
 
 async def ingest_session(
-    stubs: Stubs, session: Session, session_id: str, rec: Recorder, timeout: float
+    stubs: Stubs, session: Session, session_id: str, rec: Recorder, timeout: float, batch_size: int = 80
 ) -> None:
     ident = identity(session.user_id, session_id)
     batch: list[common_pb2.ConversationMessage] = []
     for turn in session.turns:
         user, rest = turn_messages(turn, session_id)
         batch.extend([user, *rest])
-        if len(batch) >= 80:
+        if len(batch) >= batch_size:
             await rec.time(
                 "Ingest",
                 stubs.capture.Ingest(
@@ -598,74 +610,403 @@ async def ingest_session(
         )
 
 
-async def compact_and_expand(
-    stubs: Stubs, rec: Recorder, user_id: str, session_id: str, query: str, budget: int, label: str
+@dataclass
+class SpanWindows:
+    """Named time windows whose RPC spans are looked at after the run (spans arrive late)."""
+
+    phases: list[tuple[str, int, int]] = field(default_factory=list)
+    """(phase, start ns, end ns) for the engine-own vs OpenViking split."""
+    routes: list[tuple[str, str, int, int]] = field(default_factory=list)
+    """(label, RPC method, start ns, end ns) for the OpenViking calls inside those RPCs."""
+
+
+async def compact_once(
+    stubs: Stubs,
+    rec: Recorder,
+    spans: SpanWindows,
+    user_id: str,
+    session_id: str,
+    budget: int,
+    op: str,
+    *,
+    background: bool = False,
+    completion_timeout: float = 300,
 ) -> dict[str, Any]:
+    """One forced Compact; with `background`, then poll GetCheckpoint until it is no longer PENDING."""
     ident = identity(user_id, session_id)
+    window_start = time.time_ns()
     start = time.perf_counter()
     compacted = await rec.time(
-        f"Compact{label}",
+        op,
         stubs.compaction.Compact(
-            compaction_pb2.CompactRequest(identity=ident, token_budget=budget, force=True, model=MODEL),
+            compaction_pb2.CompactRequest(
+                identity=ident, token_budget=budget, force=True, model=MODEL, background=background
+            ),
             timeout=300,
         ),
     )
-    out: dict[str, Any] = {"session_id": session_id, "compact_ms": _r((time.perf_counter() - start) * 1000)}
+    rpc_ms = (time.perf_counter() - start) * 1000
+    spans.routes.append((f"{op}:{session_id}", "Compact", window_start, time.time_ns()))
+    out: dict[str, Any] = {
+        "session_id": session_id,
+        "op": op,
+        "background": background,
+        "compact_ms": _r(rpc_ms),
+        "span_label": f"{op}:{session_id}",
+    }
     if compacted is None:
-        out["compact_error"] = rec.errors[f"Compact{label}"][-1]
+        out["compact_error"] = rec.errors[op][-1]
         return out
+    checkpoint = compacted.checkpoint
     out.update(
         compacted=compacted.compacted,
         reason=compacted.reason,
         tokens_before=compacted.tokens_before,
         tokens_after=compacted.tokens_after,
+        checkpoint_id=checkpoint.checkpoint_id,
+        archive_uri=checkpoint.archive_uri,
     )
-    checkpoint = compacted.checkpoint
-    uri = checkpoint.archive_uri or checkpoint.checkpoint_id
-    if uri:
-        expanded = await rec.time(
-            "ExpandMemory",
-            stubs.compaction.ExpandMemory(
-                compaction_pb2.ExpandMemoryRequest(
-                    identity=ident, summary_or_memory_uri=uri, query=query, limit=6
-                ),
-                timeout=60,
-            ),
-        )
-        if expanded is not None:
-            out["expanded_turns"] = len(expanded.turns)
+    if background and checkpoint.checkpoint_id:
+        status = checkpoint.status
+        deadline = time.monotonic() + completion_timeout
+        polls = 0
+        while status == PENDING and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+            polls += 1
+            try:
+                got = await stubs.compaction.GetCheckpoint(
+                    compaction_pb2.GetCheckpointRequest(
+                        identity=ident, checkpoint_id=checkpoint.checkpoint_id
+                    ),
+                    timeout=30,
+                )
+            except grpc.aio.AioRpcError as exc:
+                out["poll_error"] = _describe(exc)
+                continue
+            status = got.checkpoint.status
+            if got.checkpoint.archive_uri:
+                out["archive_uri"] = got.checkpoint.archive_uri
+            if status == FAILED:
+                out["failure_reason"] = got.checkpoint.failure_reason
+        out["status"] = STATUS_NAMES.get(status, str(status))
+        out["polls"] = polls
+        if status == COMPLETED:
+            out["to_completed_ms"] = _r((time.perf_counter() - start) * 1000)
+    else:
+        out["status"] = STATUS_NAMES.get(checkpoint.status, str(checkpoint.status))
+        if checkpoint.status == COMPLETED:
+            out["to_completed_ms"] = out["compact_ms"]
     return out
 
 
-async def phase_compaction(stubs: Stubs, workload: Workload, args: argparse.Namespace) -> dict[str, Any]:
+def expand_queries(session: Session, rng_seed: int, n: int) -> list[str]:
+    """`n` queries from a session's own turns (user text snippets, tool names, planted question)."""
+    rng = random.Random(rng_seed)
+    out: list[str] = []
+    for _ in range(n):
+        turn = rng.choice(session.turns)
+        words = turn.user.split()
+        k = rng.randint(3, 10)
+        pos = rng.randint(0, max(0, len(words) - k))
+        out.append(" ".join(words[pos : pos + k]))
+    if session.fact is not None and out:
+        out[0] = session.fact.question
+    return out
+
+
+async def phase_compaction(
+    stubs: Stubs, workload: Workload, args: argparse.Namespace, spans: SpanWindows
+) -> dict[str, Any]:
     rec = Recorder()
     details: list[dict[str, Any]] = []
+    targets: list[tuple[str, str, Session]] = []  # (user, session id, session) with an archive to expand
     # Sessions replayed at concurrency 1 (already captured turn by turn).
     for session in workload.sessions[: args.compact_sessions]:
-        query = session.fact.question if session.fact else session.turns[-1].user[:200]
-        details.append(
-            await compact_and_expand(
-                stubs, rec, session.user_id, f"c1-{session.session_id}", query, args.budget, ""
-            )
+        detail = await compact_once(
+            stubs, rec, spans, session.user_id, f"c1-{session.session_id}", args.budget, "Compact"
         )
-    # Long sessions ingested in batches, then compacted.
+        details.append(detail)
+        if detail.get("archive_uri") or detail.get("checkpoint_id"):
+            targets.append((session.user_id, f"c1-{session.session_id}", session))
+    # Long sessions ingested in big batches, then compacted: one twin synchronously (Compact latency,
+    # OpenViking's commit call inside it) and one with background=true (phase-1 latency, then
+    # GetCheckpoint polled until COMPLETED).
+    sizes: list[dict[str, Any]] = []
     for size in args.compact_turns:
         big = generate(1, size, args.seed + size, prefix=f"big{size}-").sessions[0]
-        session_id = f"big{size}-{args.seed}"
-        await ingest_session(stubs, big, session_id, rec, 120)
-        detail = await compact_and_expand(
-            stubs, rec, big.user_id, session_id, big.turns[-1].user[:200], args.budget, f"@{size}turns"
+        sync_id, bg_id = f"big{size}-{args.seed}", f"big{size}bg-{args.seed}"
+        ingest_start = time.perf_counter()
+        await asyncio.gather(
+            ingest_session(stubs, big, sync_id, rec, 300, args.ingest_batch),
+            ingest_session(stubs, big, bg_id, rec, 300, args.ingest_batch),
         )
-        detail["turns"] = size
-        details.append(detail)
-    return {"ops": rec.summary(), "sessions": details}
+        ingest_s = time.perf_counter() - ingest_start
+        sync = await compact_once(
+            stubs, rec, spans, big.user_id, sync_id, args.budget, f"Compact@{size}turns"
+        )
+        bg = await compact_once(
+            stubs,
+            rec,
+            spans,
+            big.user_id,
+            bg_id,
+            args.budget,
+            f"Compact(background)@{size}turns",
+            background=True,
+        )
+        for d in (sync, bg):
+            d["turns"] = size
+            details.append(d)
+        sizes.append({"turns": size, "ingest_both_s": _r(ingest_s), "sync": sync, "background": bg})
+        targets += [(big.user_id, sync_id, big), (big.user_id, bg_id, big)]
+    # ExpandMemory over every compacted session, varied queries and limits.
+    by_session = {d["session_id"]: d for d in details}
+    usable = [
+        t for t in targets if by_session[t[1]].get("archive_uri") or by_session[t[1]].get("checkpoint_id")
+    ]
+    expand_window = time.time_ns()
+    expanded_turns: list[int] = []
+    if usable:
+        per = max(1, -(-args.expand_calls // len(usable)))
+        calls = 0
+        for round_ in range(per):
+            for user_id, session_id, session in usable:
+                if calls >= args.expand_calls:
+                    break
+                d = by_session[session_id]
+                uri = d.get("archive_uri") or d["checkpoint_id"]
+                query = expand_queries(session, args.seed + round_, per)[round_]
+                limit = (2, 4, 6)[calls % 3]  # the API allows 1..6
+                got = await rec.time(
+                    "ExpandMemory",
+                    stubs.compaction.ExpandMemory(
+                        compaction_pb2.ExpandMemoryRequest(
+                            identity=identity(user_id, session_id),
+                            summary_or_memory_uri=uri,
+                            query=query,
+                            limit=limit,
+                        ),
+                        timeout=60,
+                    ),
+                )
+                if got is not None:
+                    expanded_turns.append(len(got.turns))
+                calls += 1
+    spans.routes.append(("ExpandMemory", "ExpandMemory", expand_window, time.time_ns()))
+    return {
+        "ops": rec.summary(),
+        "sessions": details,
+        "sizes": sizes,
+        "expand": {
+            "calls": len(expanded_turns),
+            "sessions": len(usable),
+            "turns_returned_mean": _r(sum(expanded_turns) / len(expanded_turns), 1)
+            if expanded_turns
+            else None,
+        },
+    }
+
+
+MEMORY_USER = "bench-asm-user"
+
+
+def memory_texts(count: int, seed: int) -> list[str]:
+    """`count` distinct short memories (a preference/decision/fact over the workload's topics)."""
+    rng = random.Random(seed)
+    kinds = ("prefers", "decided to use", "always checks", "avoids", "keeps notes on", "wants")
+    out: list[str] = []
+    for i in range(count):
+        topic = rng.choice(list(TOPICS))
+        words = rng.sample(TOPICS[topic], 4)
+        out.append(
+            f"Memory {i:04d} about {topic}: the user {rng.choice(kinds)} {words[0]} with {words[1]} "
+            f"for {words[2]} ({words[3]}, ref mem-{seed}-{i:04d})."
+        )
+    return out
+
+
+async def seed_memories(http: httpx.AsyncClient, user_id: str, args: argparse.Namespace) -> dict[str, Any]:
+    """`content/write` with wait=false, `args.memory_write_concurrency` in flight; then poll `search/find`
+    until sampled memories (the last ones written, and a spread) are findable."""
+    texts = memory_texts(args.memories, args.seed)
+    uris = [f"viking://~/memories/notes/bench-mem-{i:04d}.md" for i in range(len(texts))]
+    tags = ["source=memory_store", f"agent={AGENT}", "category=notes"]
+    rec = Recorder()
+    start = time.perf_counter()
+
+    async def write(i: int) -> int:
+        await rec.time(
+            "ov.content_write(wait=false)",
+            ov_call(
+                http,
+                "POST",
+                "/api/v1/content/write",
+                user_id,
+                json={"uri": uris[i], "content": texts[i], "mode": "replace", "wait": False, "tags": tags},
+            ),
+        )
+        return 1
+
+    await run_pool(list(range(len(texts))), args.memory_write_concurrency, write)
+    written_s = time.perf_counter() - start
+    sample = sorted({len(texts) - 1, len(texts) - 2, len(texts) - 3, len(texts) // 2, 0})
+    pending = {i for i in sample if 0 <= i < len(texts)}
+    deadline = time.monotonic() + args.memory_index_timeout
+    while pending and time.monotonic() < deadline:
+        for i in sorted(pending):
+            found = await ov_call(
+                http,
+                "POST",
+                "/api/v1/search/find",
+                user_id,
+                json={
+                    "query": texts[i],
+                    "target_uri": "viking://~/memories",
+                    "limit": 5,
+                    "score_threshold": 0.0,
+                },
+            )
+            hits = json.dumps(found)
+            if f"bench-mem-{i:04d}" in hits:
+                pending.discard(i)
+        if pending:
+            await asyncio.sleep(0.5)
+    return {
+        "memories": len(texts),
+        "write_s": _r(written_s),
+        "findable_after_s": _r(time.perf_counter() - start),
+        "embeddings_per_s": _r(len(texts) / (time.perf_counter() - start)),
+        "not_findable_samples": sorted(pending),
+        "ops": rec.summary(),
+    }
+
+
+async def phase_assembly(
+    stubs: Stubs,
+    http: httpx.AsyncClient,
+    args: argparse.Namespace,
+    counter: TokenCounter,
+    spans: SpanWindows,
+) -> dict[str, Any]:
+    """Assemble against 1k memories and a persisted 500-turn session, at several concurrencies."""
+    out: dict[str, Any] = {"budget": args.assembly_budget}
+    log(f"  seeding {args.memories} memories for {MEMORY_USER}")
+    out["seed"] = await seed_memories(http, MEMORY_USER, args)
+    log(f"  {out['seed']['memories']} memories findable after {out['seed']['findable_after_s']} s")
+    session = generate(1, args.assembly_turns, args.seed + 3, prefix="asm-").sessions[0]
+    session = replace(session, user_id=MEMORY_USER)
+    session_id = f"asm-{args.seed}"
+    rec = Recorder()
+    start = time.perf_counter()
+    await ingest_session(stubs, session, session_id, rec, 300, args.ingest_batch)
+    out["ingest"] = {"turns": len(session.turns), "seconds": _r(time.perf_counter() - start), **rec.summary()}
+    transcript: list[common_pb2.ConversationMessage] = []
+    for turn in session.turns:
+        user, rest = turn_messages(turn, session_id)
+        transcript.extend([user, *rest])
+    transcript_tokens = sum(counter.count_message(message_texts(m)) for m in transcript)
+    prompts = expand_queries(session, args.seed, 16)
+    levels: list[dict[str, Any]] = []
+    assembled_by_level: dict[int, list[int]] = defaultdict(list)
+    prompt_by_level: dict[int, list[int]] = defaultdict(list)
+    for level, calls in zip(args.concurrency, args.assembly_calls, strict=False):
+        rec = Recorder()
+        assembled_tokens = assembled_by_level[level]
+        prompt_tokens = prompt_by_level[level]
+        stop_at = time.monotonic() + args.assembly_level_seconds
+
+        async def call(i: int, level: int = level, rec: Recorder = rec, stop_at: float = stop_at) -> int:
+            if time.monotonic() > stop_at:
+                return 0
+            prompt = f"About {prompts[i % len(prompts)]} - what did we settle on?"
+            question = text_message(Role.MESSAGE_ROLE_USER, prompt, f"{session_id}-q{level}-{i}")
+            got = await rec.time(
+                "Assemble",
+                stubs.assembly.Assemble(
+                    assembly_pb2.AssembleRequest(
+                        identity=identity(MEMORY_USER, session_id),
+                        messages=[*transcript, question],
+                        token_budget=args.assembly_budget,
+                        model=MODEL,
+                        prompt=prompt,
+                    ),
+                    timeout=args.rpc_timeout,
+                ),
+            )
+            if got is not None:
+                own = sum(counter.count_message(message_texts(m)) for m in got.messages)
+                assembled_by_level[level].append(own + counter.count(got.system_prompt_addition))
+                prompt_by_level[level].append(counter.count_message([prompt]))
+            return 1
+
+        log(f"  Assemble ×{calls} at concurrency {level}")
+        window_start = time.time_ns()
+        done, wall = await run_pool(list(range(calls)), level, call)
+        window_end = time.time_ns()
+        spans.phases.append((f"assembly@{level}", window_start, window_end))
+        spans.routes.append((f"assembly@{level}", "Assemble", window_start, window_end))
+        levels.append(
+            {
+                "concurrency": level,
+                "calls": done,
+                "capped": done < calls,
+                "wall_s": _r(wall),
+                "calls_per_s": _r(done / wall if wall else 0.0),
+                "ops": rec.summary(),
+                "assembled_tokens_mean": _r(sum(assembled_tokens) / len(assembled_tokens), 1)
+                if assembled_tokens
+                else None,
+                "assembled_tokens_max": max(assembled_tokens) if assembled_tokens else None,
+                "transcript_tokens": transcript_tokens
+                + (round(sum(prompt_tokens) / len(prompt_tokens)) if prompt_tokens else 0),
+            }
+        )
+    out["transcript_messages"] = len(transcript) + 1
+    out["transcript_tokens"] = transcript_tokens
+    out["levels"] = levels
+    return out
+
+
+def shortened(session: Session, tool_chars: int) -> Session:
+    """The session with tool results cut to `tool_chars` characters (cheaper long sessions)."""
+    if tool_chars <= 0:
+        return session
+    turns = [
+        replace(t, tool=replace(t.tool, output=t.tool.output[:tool_chars])) if t.tool is not None else t
+        for t in session.turns
+    ]
+    return replace(session, turns=turns)
+
+
+def growth_session(args: argparse.Namespace) -> Session:
+    session = generate(1, args.growth_turns, args.seed + 1, prefix="grow-").sessions[0]
+    return shortened(session, args.growth_tool_chars)
+
+
+def range_stats(points: list[tuple[int, float]], first: int, last: int) -> dict[str, Any]:
+    """Latency stats over the points whose turn number is in [first, last]."""
+    chosen = [ms for turn, ms in points if first <= turn <= last]
+    out = stats(chosen)
+    out["turns"] = f"{first}-{last}"
+    return out
+
+
+def early_late(points: list[tuple[int, float]], window: int = 100) -> dict[str, Any]:
+    """Stats at turns 1..window and at the last `window` turns done (900-1000 of 1,000)."""
+    if not points:
+        return {}
+    top = max(turn for turn, _ in points)
+    return {
+        "early": range_stats(points, 1, window),
+        "late": range_stats(points, max(1, top - window + 1), top),
+    }
 
 
 async def phase_growth(stubs: Stubs, args: argparse.Namespace, counter: TokenCounter) -> dict[str, Any]:
     """One session growing turn by turn; AfterTurn latency per turn index."""
     if args.growth_turns <= 0:
         return {}
-    session = generate(1, args.growth_turns, args.seed + 1, prefix="grow-").sessions[0]
+    session = growth_session(args)
     session_id = f"grow-{args.seed}"
     ident = identity(session.user_id, session_id)
     transcript: list[common_pb2.ConversationMessage] = []
@@ -673,6 +1014,7 @@ async def phase_growth(stubs: Stubs, args: argparse.Namespace, counter: TokenCou
     errors: list[str] = []
     tokens = 0
     stop_at = time.monotonic() + args.growth_seconds
+    wall_start = time.perf_counter()
     for turn in session.turns:
         if time.monotonic() > stop_at:
             break
@@ -696,6 +1038,7 @@ async def phase_growth(stubs: Stubs, args: argparse.Namespace, counter: TokenCou
             errors.append(_describe(exc))
             continue
         points.append((turn.index + 1, (time.perf_counter() - start) * 1000.0, tokens))
+    wall = time.perf_counter() - wall_start
     values = [p[1] for p in points]
     deciles: list[dict[str, Any]] = []
     if points:
@@ -706,16 +1049,76 @@ async def phase_growth(stubs: Stubs, args: argparse.Namespace, counter: TokenCou
                 {
                     "turns": f"{chunk[0][0]}-{chunk[-1][0]}",
                     "p50_ms": _r(percentile([c[1] for c in chunk], 50)),
+                    "p99_ms": _r(percentile([c[1] for c in chunk], 99)),
                     "transcript_tokens": chunk[-1][2],
                 }
             )
+    done = len(points) + len(errors)
     return {
         "requested_turns": args.growth_turns,
+        "tool_result_chars_max": args.growth_tool_chars,
         "turns_done": len(points),
-        "capped": len(points) + len(errors) < args.growth_turns,
+        "capped": done < args.growth_turns,
+        "wall_s": _r(wall),
+        "turns_per_s": _r(done / wall if wall else 0.0),
+        "transcript_tokens": tokens,
         "afterturn": stats(values, errors),
+        "early_late": early_late([(p[0], p[1]) for p in points]),
         "by_turn_range": deciles,
         "points": [[p[0], _r(p[1]), p[2]] for p in points],
+    }
+
+
+async def phase_growth_raw(http: httpx.AsyncClient, args: argparse.Namespace) -> dict[str, Any]:
+    """The same growing session straight into OpenViking: `POST sessions/{id}/messages`, one message
+    per call, each turn's messages in order. Per-turn time = the sum of its calls."""
+    if args.growth_turns <= 0:
+        return {}
+    session = growth_session(args)
+    session_id = f"rawgrow-{args.seed}"
+    rec = Recorder()
+    per_turn: list[tuple[int, float]] = []
+    single: list[tuple[int, float]] = []
+    stop_at = time.monotonic() + args.growth_seconds
+    wall_start = time.perf_counter()
+    for turn in session.turns:
+        if time.monotonic() > stop_at:
+            break
+        texts = turn_plain_messages(turn)
+        roles = ["user"] + ["assistant"] * (len(texts) - 1)
+        turn_ms = 0.0
+        ok = True
+        for role, text in zip(roles, texts, strict=True):
+            start = time.perf_counter()
+            answered = await rec.time(
+                "ov.add_message",
+                ov_call(
+                    http,
+                    "POST",
+                    f"/api/v1/sessions/{session_id}/messages",
+                    session.user_id,
+                    json=ov_message_body(role, text),
+                ),
+            )
+            ms = (time.perf_counter() - start) * 1000.0
+            if answered is None:
+                ok = False
+                continue
+            turn_ms += ms
+            single.append((turn.index + 1, ms))
+        if ok:
+            per_turn.append((turn.index + 1, turn_ms))
+            rec.latencies["ov.turn_append"].append(turn_ms)
+    wall = time.perf_counter() - wall_start
+    return {
+        "session_id": session_id,
+        "turns_done": len(per_turn),
+        "capped": len(per_turn) < args.growth_turns,
+        "wall_s": _r(wall),
+        "turns_per_s": _r(len(per_turn) / wall if wall else 0.0),
+        "ops": rec.summary(),
+        "add_message_early_late": early_late(single),
+        "turn_append_early_late": early_late(per_turn),
     }
 
 
@@ -931,6 +1334,7 @@ def summary_table(report: dict[str, Any]) -> str:
             f"{fmt(t.get('over_budget_assembled_tokens_mean'))} / "
             f"{fmt(t.get('over_budget_transcript_tokens_mean'))} |"
         )
+    out += growth_table(report) + assembly_tables(report) + compaction_table(report)
     wrapped = report.get("wrapped", [])
     if wrapped:
         out += [
@@ -966,6 +1370,150 @@ def summary_table(report: dict[str, Any]) -> str:
         for name, r in rss.items():
             out.append(f"| {name} | {fmt(r.get('peak_rss_mb'))} | {fmt(r.get('children_peak_rss_mb'))} |")
     return "\n".join(out)
+
+
+def _pp(s: dict[str, Any] | None) -> str:
+    """ "p50 / p99" of a stats dict."""
+    if not s or s.get("p50_ms") is None:
+        return "—"
+    return f"{fmt(s['p50_ms'])} / {fmt(s['p99_ms'])}"
+
+
+def growth_table(report: dict[str, Any]) -> list[str]:
+    growth, raw = report.get("growth", {}), report.get("growth_raw", {})
+    if not growth:
+        return []
+    el = growth.get("early_late", {})
+    early = el.get("early", {}).get("turns", "first 100")
+    late = el.get("late", {}).get("turns", "last 100")
+    lines = [
+        "",
+        f"| capture: one session grown to {growth['turns_done']} turns "
+        f"({growth['transcript_tokens']} tokens) | calls | err | wall s | turns/s | p50 ms | p95 ms | p99 ms "
+        f"| turns {early} p50 / p99 ms | turns {late} p50 / p99 ms |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    s = growth["afterturn"]
+    lines.append(
+        f"| engine AfterTurn (whole transcript sent, 1 replica each) | {s['count']} | {s['errors']} "
+        f"| {fmt(growth['wall_s'])} | {fmt(growth['turns_per_s'])} | {fmt(s['p50_ms'])} | {fmt(s['p95_ms'])} "
+        f"| {fmt(s['p99_ms'])} | {_pp(el.get('early'))} | {_pp(el.get('late'))} |"
+    )
+    if raw:
+        for op, label, key in (
+            ("ov.add_message", "OpenViking add-message (httpx, 1 message/call)", "add_message_early_late"),
+            (
+                "ov.turn_append",
+                "OpenViking per turn (sum of its add-message calls)",
+                "turn_append_early_late",
+            ),
+        ):
+            r = raw["ops"].get(op)
+            if not r:
+                continue
+            rel = raw.get(key, {})
+            per_s = raw["turns_per_s"] if op == "ov.turn_append" else None
+            lines.append(
+                f"| {label} | {r['count']} | {r['errors']} | {fmt(raw['wall_s']) if per_s else '—'} "
+                f"| {fmt(per_s)} | {fmt(r['p50_ms'])} | {fmt(r['p95_ms'])} | {fmt(r['p99_ms'])} "
+                f"| {_pp(rel.get('early'))} | {_pp(rel.get('late'))} |"
+            )
+    return lines
+
+
+def _wrapped(report: dict[str, Any], phase: str, method: str) -> dict[str, Any]:
+    for w in report.get("wrapped", []):
+        if w["phase"] == phase and w["method"] == method:
+            return w
+    return {}
+
+
+def assembly_tables(report: dict[str, Any]) -> list[str]:
+    asm = report.get("assembly", {})
+    if not asm.get("levels"):
+        return []
+    seed = asm.get("seed", {})
+    lines = [
+        "",
+        f"| Assemble: {seed.get('memories')} memories, {asm['ingest']['turns']}-turn session "
+        f"({asm['transcript_tokens']} tokens), budget {asm['budget']} | n | err | p50 ms | p95 ms | p99 ms "
+        "| server p50 ms | OpenViking p50 / p95 ms | engine own p50 / p95 ms | OpenViking calls/RPC "
+        "| assembled tok | transcript tok |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for level in asm["levels"]:
+        s = level["ops"].get("Assemble", stats([]))
+        w = _wrapped(report, f"assembly@{level['concurrency']}", "Assemble")
+        lines.append(
+            f"| {level['concurrency']} concurrent callers | {s['count']} | {s['errors']} "
+            f"| {fmt(s['p50_ms'])} | {fmt(s['p95_ms'])} | {fmt(s['p99_ms'])} | {fmt(w.get('server_p50_ms'))} "
+            f"| {fmt(w.get('openviking_p50_ms'))} / {fmt(w.get('openviking_p95_ms'))} "
+            f"| {fmt(w.get('engine_own_p50_ms'))} / {fmt(w.get('engine_own_p95_ms'))} "
+            f"| {fmt(w.get('openviking_calls_mean'))} | {fmt(level['assembled_tokens_mean'])} "
+            f"| {fmt(level['transcript_tokens'])} |"
+        )
+    routes = report.get("openviking_routes", {})
+    rows = []
+    for level in asm["levels"]:
+        r = routes.get(f"assembly@{level['concurrency']}", {})
+        for route, v in r.get("routes", {}).items():
+            rows.append(
+                f"| {level['concurrency']} | `{route}` | {fmt(v['per_rpc'])} | {fmt(v['p50_ms'])} "
+                f"| {fmt(v['p95_ms'])} | {fmt(v['p99_ms'])} |"
+            )
+    if rows:
+        lines += [
+            "",
+            "| OpenViking calls inside Assemble: callers | route | calls/RPC | p50 ms | p95 ms | p99 ms |",
+            "|---:|---|---:|---:|---:|---:|",
+            *rows,
+        ]
+    return lines
+
+
+def _commit_span(report: dict[str, Any], label: str | None) -> dict[str, Any]:
+    if not label:
+        return {}
+    routes = report.get("openviking_routes", {}).get(label, {}).get("routes", {})
+    for route, v in routes.items():
+        if route.startswith("POST ") and route.endswith("/commit"):
+            return v
+    return {}
+
+
+def compaction_table(report: dict[str, Any]) -> list[str]:
+    comp = report.get("compaction", {})
+    if not comp.get("sizes"):
+        return []
+    lines = [
+        "",
+        "| Compact: turns | tokens before → after | Compact RPC ms (sync) | OpenViking commit ms (in sync) "
+        "| Compact RPC ms (background=true) | OpenViking commit ms (in background) "
+        "| to COMPLETED ms (background) | checkpoint (sync / background) |",
+        "|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for size in comp["sizes"]:
+        sync, bg = size["sync"], size["background"]
+        cs, cb = _commit_span(report, sync.get("span_label")), _commit_span(report, bg.get("span_label"))
+        lines.append(
+            f"| {size['turns']} | {fmt(sync.get('tokens_before'))} → {fmt(sync.get('tokens_after'))} "
+            f"| {fmt(sync.get('compact_ms'))} | {fmt(cs.get('p50_ms'))} | {fmt(bg.get('compact_ms'))} "
+            f"| {fmt(cb.get('p50_ms'))} | {fmt(bg.get('to_completed_ms'))} "
+            f"| {sync.get('status', sync.get('compact_error', '—'))} / "
+            f"{bg.get('status', bg.get('compact_error', '—'))} |"
+        )
+    ex = comp.get("ops", {}).get("ExpandMemory")
+    if ex:
+        info = comp.get("expand", {})
+        lines += [
+            "",
+            "| ExpandMemory | n | err | sessions | p50 ms | p95 ms | p99 ms | turns returned (mean) |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
+            f"| limit 2/4/6, queries from the sessions' turns | {ex['count']} | {ex['errors']} "
+            f"| {info.get('sessions')} | {fmt(ex['p50_ms'])} | {fmt(ex['p95_ms'])} | {fmt(ex['p99_ms'])} "
+            f"| {fmt(info.get('turns_returned_mean'))} |",
+        ]
+    return lines
 
 
 def write_chart(report: dict[str, Any], path: Path) -> str | None:
@@ -1089,6 +1637,20 @@ How to read it:
   spans in its trace (nested engine calls included), *engine own* is the rest (gRPC handling,
   validation, packing, token counting, CAS bookkeeping, polling waits). Tracing is on for the whole
   run (`--no-trace` turns it off), so every number above includes its small cost.
+- **Growth**: one session AfterTurn by AfterTurn, the host re-sending the whole transcript each turn
+  (tool results cut to {a["growth_tool_chars"]} characters to reach {a["growth_turns"]} turns within the
+  cap); the OpenViking rows grow a twin session with `POST sessions/{{id}}/messages`, one message per
+  call, the per-turn row being the sum of a turn's calls. Early/late columns show whether latency
+  grows with the session.
+- **Assemble at scale**: {a["memories"]} memories written with `content/write` (wait=false) and waited
+  for until findable; a {a["assembly_turns"]}-turn session persisted with `Ingest`; each call sends
+  the whole transcript plus a new question. *OpenViking* / *engine own* come from the services' spans
+  (below); the route table is every OpenViking call made inside those Assembles.
+- **Compact**: each size is ingested twice. The synchronous Compact's latency includes the engine
+  waiting (bounded) for OpenViking's phase 2; *OpenViking commit* is the `POST sessions/{{id}}/commit`
+  client span inside that RPC (phase 1 on OpenViking's side); the background=true twin returns after
+  phase 1 and *to COMPLETED* is from its call until `GetCheckpoint` reports COMPLETED (polled every
+  50 ms).
 - Peak RSS is `VmHWM` from `/proc/<pid>/status` at the end of the run.
 
 Raw numbers: `bench-results/report.json`; chart: `bench-results/report.png`.
@@ -1134,7 +1696,7 @@ async def run_bench(
         if sink
         else {"OTEL_SDK_DISABLED": "true"}
     )
-    windows: list[tuple[str, int, int]] = []
+    spans = SpanWindows()
     try:
         procs = start_engine(stack.openviking_url, out_dir, trace_env)
     except RuntimeError as exc:
@@ -1167,7 +1729,7 @@ async def run_bench(
                 log(f"replaying {len(workload.sessions)}×{args.turns} at concurrency {level}")
                 window_start = time.time_ns()
                 result, _ = await phase_concurrency(stubs, workload, level, args, counter)
-                windows.append((f"concurrency {level}", window_start, time.time_ns()))
+                spans.phases.append((f"concurrency {level}", window_start, time.time_ns()))
                 report["concurrency"].append(result)
                 log(
                     f"  {result['turns']} turns in {result['wall_s']} s; errors "
@@ -1177,15 +1739,28 @@ async def run_bench(
                 raw = await phase_openviking_raw(http, workload, level, args)
                 report["openviking_raw"].append(raw)
                 log(f"  {raw['turns']} turns in {raw['wall_s']} s")
+            if args.memories > 0 and args.assembly_turns > 0:
+                log(
+                    f"assembly: {args.memories} memories, {args.assembly_turns}-turn session, "
+                    f"concurrency {args.concurrency}"
+                )
+                report["assembly"] = await phase_assembly(stubs, http, args, counter, spans)
             if args.compact_sessions or args.compact_turns:
                 log("compaction and expand")
                 window_start = time.time_ns()
-                report["compaction"] = await phase_compaction(stubs, workload, args)
-                windows.append(("compaction", window_start, time.time_ns()))
+                report["compaction"] = await phase_compaction(stubs, workload, args, spans)
+                spans.phases.append(("compaction", window_start, time.time_ns()))
             log(f"single-session growth up to {args.growth_turns} turns (cap {args.growth_seconds} s)")
             window_start = time.time_ns()
             report["growth"] = await phase_growth(stubs, args, counter)
-            windows.append(("growth", window_start, time.time_ns()))
+            spans.phases.append(("growth", window_start, time.time_ns()))
+            g = report["growth"]
+            if g:
+                log(f"  {g['turns_done']} turns in {g['wall_s']} s")
+            log("the same growth straight into OpenViking (one message per call)")
+            report["growth_raw"] = await phase_growth_raw(http, args)
+            if report["growth_raw"]:
+                log(f"  {report['growth_raw']['turns_done']} turns in {report['growth_raw']['wall_s']} s")
             log("planted-fact recall probes")
             report["recall"] = await phase_recall(stubs, workload, args, counter)
         for channel in channels.values():
@@ -1200,7 +1775,9 @@ async def run_bench(
         stop_engine(procs)
         if sink is not None:
             await asyncio.sleep(1.0)
-            report["wrapped"] = wrapped_summary(sink, windows)
+            snapshot = sink.snapshot()
+            report["wrapped"] = wrapped_summary(snapshot, spans.phases)
+            report["openviking_routes"] = route_summary(snapshot, spans.routes)
             sink.stop()
     return report
 
@@ -1208,9 +1785,29 @@ async def run_bench(
 WRAPPED_METHODS = ("AfterTurn", "Assemble", "Compact", "ExpandMemory")
 
 
-def wrapped_summary(sink: SpanSink, windows: list[tuple[str, int, int]]) -> list[dict[str, Any]]:
+def route_summary(
+    spans: list[SpanRecord], windows: list[tuple[str, str, int, int]]
+) -> dict[str, dict[str, Any]]:
+    """Per labelled window: the OpenViking calls inside its RPCs, by route (calls per RPC, p50/p99)."""
+    out: dict[str, dict[str, Any]] = {}
+    for label, method, start, end in windows:
+        rpcs, routes = client_spans(spans, method, start, end)
+        out[label] = {
+            "rpcs": rpcs,
+            "routes": {
+                route: {
+                    "per_rpc": _r(len(values) / rpcs, 2) if rpcs else None,
+                    **{k: v for k, v in stats(values).items() if k != "errors"},
+                }
+                for route, values in sorted(routes.items(), key=lambda kv: -sum(kv[1]))
+            },
+        }
+    return out
+
+
+def wrapped_summary(spans: list[SpanRecord], windows: list[tuple[str, int, int]]) -> list[dict[str, Any]]:
     """Per phase and RPC: server-side time split into OpenViking calls and the engine's own time."""
-    splits = split_rpcs(sink.snapshot(), WRAPPED_METHODS)
+    splits = split_rpcs(spans, WRAPPED_METHODS)
     out: list[dict[str, Any]] = []
     for phase, start, end in windows:
         for method in WRAPPED_METHODS:
@@ -1241,13 +1838,32 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--budget", type=int, default=2000, help="token budget of Assemble and the baselines")
     parser.add_argument("--concurrency", type=lambda s: [int(x) for x in s.split(",")], default=[1, 8, 32])
-    parser.add_argument("--level-seconds", type=float, default=120, help="cap per concurrency level")
+    parser.add_argument("--level-seconds", type=float, default=80, help="cap per concurrency level")
     parser.add_argument("--compact-sessions", type=int, default=6, help="replayed sessions to compact")
     parser.add_argument(
-        "--compact-turns", type=lambda s: [int(x) for x in s.split(",") if x], default=[50, 500]
+        "--compact-turns", type=lambda s: [int(x) for x in s.split(",") if x], default=[50, 500, 2000]
     )
+    parser.add_argument("--ingest-batch", type=int, default=400, help="messages per Ingest for long sessions")
+    parser.add_argument(
+        "--expand-calls", type=int, default=60, help="ExpandMemory calls over compacted sessions"
+    )
+    parser.add_argument("--memories", type=int, default=1000, help="memories seeded for the assembly phase")
+    parser.add_argument("--memory-write-concurrency", type=int, default=8)
+    parser.add_argument("--memory-index-timeout", type=float, default=180)
+    parser.add_argument("--assembly-turns", type=int, default=500)
+    parser.add_argument("--assembly-budget", type=int, default=16_000)
+    parser.add_argument(
+        "--assembly-calls",
+        type=lambda s: [int(x) for x in s.split(",")],
+        default=[40, 80, 96],
+        help="Assemble calls per concurrency level (same order as --concurrency)",
+    )
+    parser.add_argument("--assembly-level-seconds", type=float, default=60)
     parser.add_argument("--growth-turns", type=int, default=1000)
-    parser.add_argument("--growth-seconds", type=float, default=120)
+    parser.add_argument("--growth-seconds", type=float, default=200)
+    parser.add_argument(
+        "--growth-tool-chars", type=int, default=300, help="tool results of the growth session cut to this"
+    )
     parser.add_argument("--growth-budget", type=int, default=128_000)
     parser.add_argument("--rpc-timeout", type=float, default=60)
     parser.add_argument(

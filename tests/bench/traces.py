@@ -124,3 +124,29 @@ def split_rpcs(spans: list[SpanRecord], methods: tuple[str, ...]) -> list[RpcSpl
             )
         )
     return out
+
+
+def client_spans(
+    spans: list[SpanRecord], method: str, start_ns: int, end_ns: int
+) -> tuple[int, dict[str, list[float]]]:
+    """OpenViking HTTP client spans inside the traces of `method` RPCs that started in the window.
+
+    Returns (number of such RPCs, {route ("POST /api/v1/search/find"): [span ms, ...]}).
+    """
+    by_trace: dict[bytes, list[SpanRecord]] = defaultdict(list)
+    for span in spans:
+        by_trace[span.trace_id].append(span)
+    rpcs = 0
+    routes: dict[str, list[float]] = defaultdict(list)
+    for trace in by_trace.values():
+        servers = [s for s in trace if s.kind == SERVER_KIND]
+        if not servers:
+            continue
+        root = min(servers, key=lambda s: s.start_ns)
+        if root.name.rsplit("/", 1)[-1] != method or not start_ns <= root.start_ns <= end_ns:
+            continue
+        rpcs += 1
+        for s in trace:
+            if s.name.startswith("openviking "):
+                routes[s.name.removeprefix("openviking ")].append((s.end_ns - s.start_ns) / 1e6)
+    return rpcs, dict(routes)
