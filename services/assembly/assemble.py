@@ -21,7 +21,7 @@ from services.assembly.injection import (
     recall_tool_result_json,
     tool_call_id_for,
 )
-from services.assembly.packing import MessageTokens, RecallPlan, pack_context, split_turns
+from services.assembly.packing import MessageTokens, RecallPlan, TokenCountCache, pack_context, split_turns
 from services.assembly.ports import MemorySearch
 from services.assembly.profile import StableProfile, load_stable_profile
 from services.assembly.recall import (
@@ -169,6 +169,7 @@ async def assemble_context(
     model: str,
     prompt: str,
     deadline: float,
+    token_counts: TokenCountCache | None = None,
 ) -> AssembleResult:
     """The model's context for this call; `messages` must already be validated."""
     budget = token_budget or settings.default_token_budget
@@ -202,7 +203,7 @@ async def assemble_context(
         budget=budget,
         turns=turns,
         recent_raw_turn_count=settings.recent_raw_turn_count,
-        count=MessageTokens(counter),
+        count=MessageTokens(counter, token_counts),
         profile_blocks=retrieved.profile.blocks,
         summaries=retrieved.summaries,
         recall=plan,

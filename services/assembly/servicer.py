@@ -14,6 +14,7 @@ from services.assembly.assemble import (
     recall_for_tool,
     retrieval_deadline,
 )
+from services.assembly.packing import TokenCountCache
 from services.assembly.ports import AssemblyBackend
 from services.assembly.summaries import SummarySource
 from shared.config import Settings
@@ -33,6 +34,7 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
         self._settings = settings
         self._backend = backend
         self._summaries = summaries
+        self._token_counts = TokenCountCache()
 
     def _deadline(self, context: Context) -> float:
         return retrieval_deadline(
@@ -61,6 +63,7 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
             model=request.model,
             prompt=request.prompt,
             deadline=self._deadline(context),
+            token_counts=self._token_counts,
         )
         tokens = result.packet.tokens
         attr.set_tokens(

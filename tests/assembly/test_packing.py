@@ -5,7 +5,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from services.assembly.injection import MemoryForInjection, is_engine_injected
-from services.assembly.packing import MessageTokens, RecallPlan, pack_context, split_turns
+from services.assembly.packing import MessageTokens, RecallPlan, TokenCountCache, pack_context, split_turns
 from shared.domain.messages import validate_messages
 from shared.tokens import TokenCounter
 from tests.assembly.helpers import assistant, tool_result, user
@@ -163,3 +163,20 @@ def test_packing_properties(  # noqa: PLR0917 - hypothesis passes strategies by 
     assert packed.tokens.recalled_memories_cut == len(mems) - packed.recalled_kept
     # The output is a well-formed transcript (tool calls directly answered).
     validate_messages(packed.messages)
+
+
+def test_token_counts_are_reused_across_calls_by_content() -> None:
+    counter = COUNTER
+    shared = TokenCountCache(capacity=10)
+    first = [user(f"turn {i}: deploy the invoice service") for i in range(3)]
+    cold = MessageTokens(counter, shared).total(first)
+    assert cold == MessageTokens(counter).total(first)
+    assert len(shared) == 3
+    # The host resends the transcript as new objects: same content, same counts, no new entries.
+    again = [user(f"turn {i}: deploy the invoice service") for i in range(3)]
+    assert MessageTokens(counter, shared).total(again) == cold
+    assert len(shared) == 3
+    # Different content is counted afresh.
+    changed = [*again[:2], user("turn 2: deploy the invoice service to every region now")]
+    assert MessageTokens(counter, shared).total(changed) > cold
+    assert len(shared) == 4
