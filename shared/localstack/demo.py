@@ -29,6 +29,7 @@ from contextengine.v1 import (
 from google.protobuf.json_format import MessageToDict
 
 from shared.config import load_settings
+from shared.domain.conversation import text_message, tool_call_message, tool_result_message
 from shared.localstack.stack import LocalStack, StackSettings
 from shared.runtime.main import start_host
 
@@ -40,34 +41,6 @@ BUDGET = 8000
 
 def _identity(session_id: str) -> common_pb2.Identity:
     return common_pb2.Identity(account_id="demo", user_id=USER, agent_id=AGENT, session_id=session_id)
-
-
-def _text(role: common_pb2.MessageRole.ValueType, text: str, msg_id: str) -> common_pb2.ConversationMessage:
-    return common_pb2.ConversationMessage(
-        id=msg_id, role=role, content=[common_pb2.ContentBlock(text=common_pb2.TextBlock(text=text))]
-    )
-
-
-def _tool_call(
-    msg_id: str, call_id: str, name: str, arguments: Mapping[str, object]
-) -> common_pb2.ConversationMessage:
-    call = common_pb2.ToolCallBlock(
-        id=call_id, name=name, arguments=common_pb2.JsonValue(json=json.dumps(arguments))
-    )
-    return common_pb2.ConversationMessage(
-        id=msg_id, role=Role.MESSAGE_ROLE_ASSISTANT, content=[common_pb2.ContentBlock(tool_call=call)]
-    )
-
-
-def _tool_result(msg_id: str, call_id: str, name: str, output: str) -> common_pb2.ConversationMessage:
-    result = common_pb2.ToolResultBlock(
-        tool_call_id=call_id,
-        tool_name=name,
-        content=[common_pb2.ContentBlock(text=common_pb2.TextBlock(text=output))],
-    )
-    return common_pb2.ConversationMessage(
-        id=msg_id, role=Role.MESSAGE_ROLE_TOOL_RESULT, content=[common_pb2.ContentBlock(tool_result=result)]
-    )
 
 
 # (user text, optional tool exchange, assistant answer) per turn of the first session.
@@ -147,7 +120,7 @@ async def play(target: str) -> None:
         for index, (question, tool, answer) in enumerate(FIRST_SESSION):
             _section(f"session 1, turn {index + 1}")
             before = len(transcript)
-            transcript.append(_text(Role.MESSAGE_ROLE_USER, question, f"u{index}"))
+            transcript.append(text_message(Role.MESSAGE_ROLE_USER, question, f"u{index}"))
             assembled = await assembly.Assemble(
                 assembly_pb2.AssembleRequest(
                     identity=first, messages=transcript, token_budget=BUDGET, model="gpt-4o", prompt=question
@@ -160,9 +133,9 @@ async def play(target: str) -> None:
             _show_messages(list(assembled.messages))
             if tool is not None:
                 name, arguments, output = tool
-                transcript.append(_tool_call(f"a{index}c", f"call{index}x01", name, arguments))
-                transcript.append(_tool_result(f"t{index}", f"call{index}x01", name, output))
-            transcript.append(_text(Role.MESSAGE_ROLE_ASSISTANT, answer, f"a{index}"))
+                transcript.append(tool_call_message(f"a{index}c", f"call{index}x01", name, arguments))
+                transcript.append(tool_result_message(f"t{index}", f"call{index}x01", name, output))
+            transcript.append(text_message(Role.MESSAGE_ROLE_ASSISTANT, answer, f"a{index}"))
             after = await capture.AfterTurn(
                 capture_pb2.AfterTurnRequest(
                     identity=first,
@@ -201,7 +174,7 @@ async def play(target: str) -> None:
         assembled = await assembly.Assemble(
             assembly_pb2.AssembleRequest(
                 identity=second,
-                messages=[_text(Role.MESSAGE_ROLE_USER, question, "s2u0")],
+                messages=[text_message(Role.MESSAGE_ROLE_USER, question, "s2u0")],
                 token_budget=BUDGET,
                 model="gpt-4o",
                 prompt=question,

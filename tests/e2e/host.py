@@ -24,6 +24,7 @@ from contextengine.v1 import (
 )
 
 from shared.config import load_settings
+from shared.domain.conversation import text_message, tool_call_message, tool_result_message
 from shared.runtime.main import start_host
 
 Role = common_pb2.MessageRole
@@ -40,36 +41,6 @@ INJECTED_PREFIX = "ce-injected-"
 
 def new_user_id(prefix: str = "u") -> str:
     return f"{prefix}-{uuid.uuid4().hex[:10]}"
-
-
-def text_message(
-    role: common_pb2.MessageRole.ValueType, text: str, msg_id: str
-) -> common_pb2.ConversationMessage:
-    return common_pb2.ConversationMessage(
-        id=msg_id, role=role, content=[common_pb2.ContentBlock(text=common_pb2.TextBlock(text=text))]
-    )
-
-
-def tool_call_message(
-    msg_id: str, call_id: str, name: str, arguments: Mapping[str, object]
-) -> common_pb2.ConversationMessage:
-    call = common_pb2.ToolCallBlock(
-        id=call_id, name=name, arguments=common_pb2.JsonValue(json=json.dumps(arguments))
-    )
-    return common_pb2.ConversationMessage(
-        id=msg_id, role=Role.MESSAGE_ROLE_ASSISTANT, content=[common_pb2.ContentBlock(tool_call=call)]
-    )
-
-
-def tool_result_message(msg_id: str, call_id: str, name: str, output: str) -> common_pb2.ConversationMessage:
-    result = common_pb2.ToolResultBlock(
-        tool_call_id=call_id,
-        tool_name=name,
-        content=[common_pb2.ContentBlock(text=common_pb2.TextBlock(text=output))],
-    )
-    return common_pb2.ConversationMessage(
-        id=msg_id, role=Role.MESSAGE_ROLE_TOOL_RESULT, content=[common_pb2.ContentBlock(tool_result=result)]
-    )
 
 
 def message_texts(message: common_pb2.ConversationMessage) -> list[str]:
