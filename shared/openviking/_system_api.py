@@ -72,19 +72,9 @@ class SystemApi(ApiBase):
     ) -> ProvisionedKey:
         """Create an account and its admin user (root key; api_key mode). 409 if it exists."""
         body: dict[str, Any] = {"account_id": account_id, "admin_user_id": admin_user_id}
-        if seed is not None:
-            body["seed"] = seed
-        envelope = await self._request(
-            "POST",
-            "/api/v1/admin/accounts",
-            tenant=None,
-            kind=CallKind.ADMIN,
-            idempotent=False,
-            deadline=deadline,
-            json=body,
-            api_key=api_key,
+        return await self._provision(
+            "/api/v1/admin/accounts", body, api_key, account_id, admin_user_id, seed=seed, deadline=deadline
         )
-        return _provisioned(envelope.result, account_id, admin_user_id)
 
     async def create_user(
         self,
@@ -97,20 +87,9 @@ class SystemApi(ApiBase):
         deadline: float | None = None,
     ) -> ProvisionedKey:
         """Register a user (root or account-admin key). 409 if it exists."""
+        path = f"/api/v1/admin/accounts/{segment(account_id)}/users"
         body: dict[str, Any] = {"user_id": user_id, "role": role}
-        if seed is not None:
-            body["seed"] = seed
-        envelope = await self._request(
-            "POST",
-            f"/api/v1/admin/accounts/{segment(account_id)}/users",
-            tenant=None,
-            kind=CallKind.ADMIN,
-            idempotent=False,
-            deadline=deadline,
-            json=body,
-            api_key=api_key,
-        )
-        return _provisioned(envelope.result, account_id, user_id)
+        return await self._provision(path, body, api_key, account_id, user_id, seed=seed, deadline=deadline)
 
     async def regenerate_user_key(
         self,
@@ -122,14 +101,35 @@ class SystemApi(ApiBase):
         deadline: float | None = None,
     ) -> ProvisionedKey:
         """Replace a user's key; with the same `seed` the new key equals the old one."""
+        path = f"/api/v1/admin/accounts/{segment(account_id)}/users/{segment(user_id)}/key"
+        # With a seed the new key is deterministic, so a retry cannot hand out a different one.
+        return await self._provision(
+            path, {}, api_key, account_id, user_id, seed=seed, idempotent=seed is not None, deadline=deadline
+        )
+
+    async def _provision(
+        self,
+        path: str,
+        body: dict[str, Any],
+        api_key: str,
+        account_id: str,
+        user_id: str,
+        *,
+        seed: str | None,
+        idempotent: bool = False,
+        deadline: float | None,
+    ) -> ProvisionedKey:
+        """One admin POST that yields a user key (`seed` makes the key deterministic)."""
+        if seed is not None:
+            body = {**body, "seed": seed}
         envelope = await self._request(
             "POST",
-            f"/api/v1/admin/accounts/{segment(account_id)}/users/{segment(user_id)}/key",
+            path,
             tenant=None,
             kind=CallKind.ADMIN,
-            idempotent=seed is not None,
+            idempotent=idempotent,
             deadline=deadline,
-            json={"seed": seed} if seed is not None else None,
+            json=body or None,
             api_key=api_key,
         )
         return _provisioned(envelope.result, account_id, user_id)
