@@ -8,6 +8,7 @@ Which OpenViking sessions belong to a stream is decided by the engine's stream s
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
@@ -20,6 +21,9 @@ from shared.errors import BackendNotFound
 
 SessionIdResolver = Callable[[RequestIdentity, float], Awaitable[Sequence[str]]]
 """(identity, deadline) -> the stream's OpenViking session ids, oldest first."""
+
+MAX_SUMMARY_SESSIONS = 3
+"""Newest committed sessions whose overviews Assemble reads (packing cuts old summaries first)."""
 
 OVERVIEW_TOKEN_BUDGET = 8000
 """token_budget passed to OpenViking so that the overview is never dropped for lack of room."""
@@ -36,7 +40,11 @@ def stream_sessions(store: StreamStateStore) -> SessionIdResolver:
 
     async def resolve(identity: RequestIdentity, deadline: float) -> Sequence[str]:
         state = await store.load(identity, deadline=deadline)
-        return state.sessions if state else []
+        if state is None:
+            return []
+        # Only committed sessions have an archive overview; the active one never does.
+        committed = [s for s in state.sessions if s != state.active_session]
+        return committed[-MAX_SUMMARY_SESSIONS:]
 
     return resolve
 
@@ -51,20 +59,22 @@ class OpenVikingSessionSummaries:
     async def latest_summaries(
         self, identity: RequestIdentity, deadline: float
     ) -> list[packet_pb2.CompactSummary]:
-        summaries: list[packet_pb2.CompactSummary] = []
-        for session_id in await self._resolve(identity, deadline):
-            try:
-                context = await self._client.get_session_context(
-                    identity.tenant, session_id, token_budget=OVERVIEW_TOKEN_BUDGET, deadline=deadline
-                )
-            except BackendNotFound:
-                continue
-            overview = context.latest_archive_overview.strip()
-            if overview:
-                summaries.append(
-                    packet_pb2.CompactSummary(
-                        session_uri=f"viking://user/{identity.tenant.user_id}/sessions/{session_id}",
-                        overview=overview,
-                    )
-                )
-        return summaries
+        session_ids = await self._resolve(identity, deadline)
+        overviews = await asyncio.gather(*(self._overview(identity, s, deadline) for s in session_ids))
+        return [
+            packet_pb2.CompactSummary(
+                session_uri=f"viking://user/{identity.tenant.user_id}/sessions/{session_id}",
+                overview=overview,
+            )
+            for session_id, overview in zip(session_ids, overviews, strict=True)
+            if overview
+        ]
+
+    async def _overview(self, identity: RequestIdentity, session_id: str, deadline: float) -> str:
+        try:
+            context = await self._client.get_session_context(
+                identity.tenant, session_id, token_budget=OVERVIEW_TOKEN_BUDGET, deadline=deadline
+            )
+        except BackendNotFound:
+            return ""
+        return context.latest_archive_overview.strip()
