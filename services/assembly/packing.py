@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from contextengine.v1 import common_pb2, packet_pb2
 
@@ -130,9 +130,6 @@ class PackedContext:
     injected: list[common_pb2.ConversationMessage]
     tokens: packet_pb2.TokenAccounting
     estimated_tokens: int
-    older_turns_kept: int = 0
-    older_turns_dropped: int = 0
-    notes: list[str] = field(default_factory=list)
 
 
 def _recall_messages(plan: RecallPlan | None, keep: int) -> list[common_pb2.ConversationMessage]:
@@ -264,6 +261,4 @@ def pack_context(
         injected=[*summary_msgs, *recall_msgs],
         tokens=accounting,
         estimated_tokens=used,
-        older_turns_kept=len(kept_older),
-        older_turns_dropped=len(older) - len(kept_older),
     )

@@ -48,7 +48,6 @@ LONG_QUESTION_CHARS = 280
 class CaptureDecision:
     worthy: bool
     reason: str
-    normalized_text: str
 
 
 def _strip_metadata_json(match: re.Match[str]) -> str:
@@ -83,17 +82,17 @@ def capture_decision(text: str, max_length: int) -> CaptureDecision:  # noqa: PL
     normalized = sanitize_for_capture(trimmed)
     if not normalized:
         reason = "injected_memory_context_only" if "<relevant-memories>" in trimmed.lower() else "empty_text"
-        return CaptureDecision(False, reason, "")
+        return CaptureDecision(False, reason)
     compact = "".join(normalized.split())
     minimum = MIN_CJK_CHARS if _CJK.search(compact) else MIN_CHARS
     if len(compact) < minimum or len(normalized) > max_length:
-        return CaptureDecision(False, "length_out_of_range", normalized)
+        return CaptureDecision(False, "length_out_of_range")
     if _COMMAND.match(normalized):
-        return CaptureDecision(False, "command_text", normalized)
+        return CaptureDecision(False, "command_text")
     if _is_punctuation_only(normalized):
-        return CaptureDecision(False, "non_content_text", normalized)
+        return CaptureDecision(False, "non_content_text")
     if _SUBAGENT_CONTEXT.match(trimmed) or _SUBAGENT_CONTEXT.match(normalized):
-        return CaptureDecision(False, "subagent_context", normalized)
+        return CaptureDecision(False, "subagent_context")
     if _is_bare_question(normalized):
-        return CaptureDecision(False, "question_text", normalized)
-    return CaptureDecision(True, "semantic_candidate", normalized)
+        return CaptureDecision(False, "question_text")
+    return CaptureDecision(True, "semantic_candidate")

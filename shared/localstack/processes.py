@@ -52,8 +52,6 @@ class ManagedProcess:
         self.spec = spec
         self._process = process
         self._spawned_at = time.monotonic()
-        self.startup_seconds: float | None = None
-        """Seconds from spawn to ready, once ready."""
 
     @property
     def pid(self) -> int:
@@ -77,9 +75,6 @@ class ManagedProcess:
             spec.pid_file.write_text(f"{process.pid}\n", encoding="utf-8")
         return cls(spec, process)
 
-    def is_running(self) -> bool:
-        return self._process.poll() is None
-
     def wait_ready(self, timeout: float, report: Reporter = print_progress) -> float:
         """Block until the ready URL answers 200; return the seconds since spawn."""
         started = self._spawned_at
@@ -94,7 +89,6 @@ class ManagedProcess:
                     )
                 with contextlib.suppress(httpx.HTTPError):
                     if client.get(self.spec.ready_url).status_code == httpx.codes.OK:
-                        self.startup_seconds = elapsed
                         report(f"{self.spec.name}: ready after {elapsed:.1f} s")
                         return elapsed
                 if elapsed > timeout:
