@@ -75,7 +75,15 @@ class Settings(BaseModel):
     recall_score_threshold: float = Field(default=0.15, alias="recallScoreThreshold", ge=0.0, le=1.0)
     recall_max_content_chars: int = Field(default=500, alias="recallMaxContentChars", ge=20, le=100_000)
     recall_prefer_abstract: bool = Field(default=True, alias="recallPreferAbstract")
-    recall_token_budget: int = Field(default=2000, alias="recallTokenBudget", ge=0, le=1_000_000)
+    recall_token_budget: int = Field(default=0, alias="recallTokenBudget", ge=0, le=1_000_000)
+    """Cap on the injected recall pair's tokens; 0 (default) = no cap beyond the request's budget.
+
+    The upstream default was 2000; the lossless-recall issue measured that a fixed cap keeps the
+    context at ~1k tokens whatever the budget, so recall now fills the budget by relevance.
+    """
+    recall_budget_share: float = Field(default=0.5, alias="recallBudgetShare", gt=0.0, le=1.0)
+    """Share of the request's budget recall may take before the recent raw window (it takes
+    what the window leaves over, too)."""
 
     # --- refactor keys (§7.2) ---
     recent_raw_turn_count: int = Field(default=8, alias="recentRawTurnCount", ge=1, le=10_000)

@@ -23,7 +23,7 @@ from services.assembly.injection import (
 )
 from services.assembly.packing import MessageTokens, RecallPlan, TokenCountCache, pack_context, split_turns
 from services.assembly.ports import MemorySearch
-from services.assembly.profile import StableProfile, load_stable_profile
+from services.assembly.profile import PROFILE_MAX_TOKENS, StableProfile, load_stable_profile
 from services.assembly.recall import (
     RecallConfig,
     RecallOutcome,
@@ -39,6 +39,7 @@ from services.assembly.recall_query import (
 )
 from services.assembly.summaries import SummarySource
 from shared.config import Settings
+from shared.domain.envelope import turn_id_for
 from shared.domain.identity import RequestIdentity
 from shared.tokens import TokenCounter
 
@@ -110,7 +111,7 @@ async def _retrieve(
             identity.tenant,
             identity.agent_id,
             counter,
-            max_tokens=settings.recall_token_budget // 2,
+            max_tokens=(settings.recall_token_budget or PROFILE_MAX_TOKENS * 2) // 2,
             max_item_chars=settings.recall_max_content_chars,
             deadline=deadline,
         )
@@ -146,8 +147,7 @@ async def _retrieve(
         try:
             outcome = await bounded(recall_future, deadline)
         except Exception as exc:
-            retrieved.degraded_reasons.append(describe_failure("recall", exc))
-            outcome = RecallOutcome(query.query)
+            outcome = RecallOutcome(query.query, degraded_reasons=[describe_failure("recall", exc)])
         outcome.items = [i for i in outcome.items if i.candidate.uri not in retrieved.profile.uris]
         retrieved.degraded_reasons.extend(outcome.degraded_reasons)
         retrieved.recall = outcome
@@ -208,12 +208,14 @@ async def assemble_context(
         summaries=retrieved.summaries,
         recall=plan,
         recall_anchor=_recall_anchor(messages, prompt),
-        recall_budget=settings.recall_token_budget,
+        recall_cap=settings.recall_token_budget,
+        recall_share=settings.recall_budget_share,
+        pointer=lambda position, message: turn_id_for(identity.stream_id, position, message),
     )
-    recalled = outcome.items[: packed.recalled_kept] if outcome else []
+    recalled = [outcome.items[i] for i in packed.recalled_kept] if outcome else []
     skip_reason = query.skip_reason
     if not skip_reason and outcome is not None and not outcome.items:
-        skip_reason = "no_memories"
+        skip_reason = "recall_failed" if outcome.degraded_reasons else "no_memories"
     packet = packet_pb2.AssembledContextPacket(
         profile_blocks=packed.profile_blocks,
         recalled_memories=[item.to_proto(query.query) for item in recalled],

@@ -35,6 +35,10 @@ class MemoryForInjection:
     category: str
     content: str
     score: float
+    kind: str = "memory"
+    """`memory` or `turn` (a raw exchange; `memory_expand(uri)` returns its exact messages)."""
+    said_at: str = ""
+    """`YYYY-MM-DD HH:MM` UTC when known."""
 
 
 def tool_call_id_for(*parts: str) -> str:
@@ -49,11 +53,19 @@ def tool_call_id_for(*parts: str) -> str:
 
 
 def recall_tool_result_json(memories: Sequence[MemoryForInjection], source: str) -> str:
-    """`{"memories":[{"uri","category","content","score"}...],"source":...}` as the model sees it."""
+    """`{"memories":[{"kind","uri","category","said_at"?,"content","score"}...],"source":...}` as the
+    model sees it."""
     return json.dumps(
         {
             "memories": [
-                {"uri": m.uri, "category": m.category, "content": m.content, "score": round(m.score, 4)}
+                {
+                    "kind": m.kind,
+                    "uri": m.uri,
+                    "category": m.category,
+                    **({"said_at": m.said_at} if m.said_at else {}),
+                    "content": m.content,
+                    "score": round(m.score, 4),
+                }
                 for m in memories
             ],
             "source": source,

@@ -1,27 +1,47 @@
-"""Budgeted packing of the model's context (design §3.3 steps 6-7).
+"""Budgeted packing of the model's context (design §3.3 steps 6-7, with the budget rule of the
+lossless-recall issue).
 
-Priority: the newest `recent_raw_turn_count` raw turns are always kept. Over budget, recalled
-memories are cut first (lowest ranked first), then summaries (oldest first), then profile blocks
-(last first). Older host messages are replaced by the summaries when there are any; otherwise as
-many older turns as still fit are kept, newest first. A turn is a user message plus the
-assistant/tool messages after it, so a tool call is never separated from its result.
+The total never exceeds the request's budget when the newest exchange alone fits; only then is
+a context over budget, and flagged. What fills the budget, in this order, each part taking what
+still fits:
+
+1. the newest exchange (a user message and everything after it), always;
+2. profile blocks, then compact summaries (newest first);
+3. recalled items best first, up to `recall_share` of the budget (and the `recall_cap`);
+4. the rest of the recent raw window (`recent_raw_turn_count` exchanges), newest first, shrunk
+   from its oldest end when it does not fit; older tool outputs longer than
+   `elision_limit(budget)` tokens have their middle elided, with a pointer `memory_expand`
+   resolves;
+5. more recalled items, up to the cap;
+6. older raw exchanges, newest first, when there are no summaries standing in for them.
+
+Recalled raw exchanges already in the recent window are left out. A turn is a user message plus
+the assistant/tool messages after it, so a tool call is never separated from its result, and raw
+turns always form one contiguous tail of the transcript.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from contextengine.v1 import common_pb2, packet_pb2
 
 from services.assembly.injection import MemoryForInjection, injected_recall_pair, summary_message
-from shared.domain.messages import image_count, message_texts, tool_call_ids, tool_result_call_id
+from shared.domain.messages import image_count, message_texts, plain_text, tool_call_ids, tool_result_call_id
 from shared.tokens import TokenCounter
 
 IMAGE_TOKENS = 85
 """Tokens charged per image block (a low-detail image; the engine never sees the pixels)."""
+DEFAULT_RECALL_SHARE = 0.5
+MIN_ELISION_TOKENS = 128
+"""Older tool outputs are never cut below this many tokens."""
+
+Pointer = Callable[[int, common_pb2.ConversationMessage], str]
+"""(transcript position, message) -> what `memory_expand` takes to return that message whole."""
 
 
 @dataclass(frozen=True)
@@ -124,18 +144,14 @@ class PackedContext:
     messages: list[common_pb2.ConversationMessage]
     system_prompt_addition: str
     profile_blocks: list[str]
-    recalled_kept: int
+    recalled_kept: list[int]
+    """Indexes into the plan's memories of the items injected, best first."""
     summaries: list[packet_pb2.CompactSummary]
     recent_turns: list[Turn]
+    """Every raw host turn in the context, oldest first."""
     injected: list[common_pb2.ConversationMessage]
     tokens: packet_pb2.TokenAccounting
     estimated_tokens: int
-
-
-def _recall_messages(plan: RecallPlan | None, keep: int) -> list[common_pb2.ConversationMessage]:
-    if plan is None or keep <= 0:
-        return []
-    return list(injected_recall_pair(plan.query, plan.memories[:keep], plan.call_id))
 
 
 def _summary_messages(summaries: Sequence[packet_pb2.CompactSummary]) -> list[common_pb2.ConversationMessage]:
@@ -147,18 +163,60 @@ def profile_text(blocks: Sequence[str]) -> str:
     return "\n\n".join(blocks)
 
 
+def elision_limit(budget: int) -> int:
+    """Older tool outputs longer than this many tokens have their middle elided."""
+    return max(MIN_ELISION_TOKENS, budget // 8)
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.split()).lower()
+
+
+def elided(
+    message: common_pb2.ConversationMessage, limit: int, tokens: int, pointer: str
+) -> common_pb2.ConversationMessage:
+    """`message` with the middle of each long tool-result text replaced by a pointer."""
+    out = common_pb2.ConversationMessage()
+    out.CopyFrom(message)
+    keep_chars = limit * 3  # ~4 characters a token: leaves room for the marker
+    for block in out.content:
+        if not block.HasField("tool_result"):
+            continue
+        for part in block.tool_result.content:
+            text = part.text.text
+            if part.HasField("text") and len(text) > keep_chars:
+                head, tail = text[: keep_chars * 2 // 3], text[-(keep_chars // 3) :]
+                part.text.text = (
+                    f"{head}\n[... about {tokens - limit} tokens elided; "
+                    f'memory_expand("{pointer}") returns the whole output ...]\n{tail}'
+                )
+    return out
+
+
+def _elide_turn(turn: Turn, count: MessageTokens, limit: int, pointer: Pointer | None) -> Turn:
+    if pointer is None:
+        return turn
+    messages = []
+    for offset, message in enumerate(turn.messages):
+        tokens = count(message)
+        kept = message
+        if message.role == common_pb2.MESSAGE_ROLE_TOOL_RESULT and tokens > limit:
+            shorter = elided(message, limit, tokens, pointer(turn.start + offset, message))
+            if count(shorter) < tokens:
+                kept = shorter
+        messages.append(kept)
+    return Turn(turn.start, tuple(messages))
+
+
 def _ordered(
-    older: Sequence[Turn],
-    recent: Sequence[Turn],
+    raw: Sequence[Turn],
     recall_msgs: Sequence[common_pb2.ConversationMessage],
     anchor: int | None,
 ) -> list[common_pb2.ConversationMessage]:
-    """Older turns, then the recent ones with the recall pair right after `anchor` (or at the end)."""
+    """The raw turns with the recall pair right after `anchor` (or at the end)."""
     out: list[common_pb2.ConversationMessage] = []
-    for turn in older:
-        out.extend(turn.messages)
     inserted = not recall_msgs
-    for turn in recent:
+    for turn in raw:
         for offset, message in enumerate(turn.messages):
             out.append(message)
             if not inserted and anchor == turn.start + offset:
@@ -167,6 +225,98 @@ def _ordered(
     if not inserted:
         out.extend(recall_msgs)
     return out
+
+
+class _RecallCosts:
+    """Token cost of the injected pair for a set of items: exact base + per-item increments."""
+
+    def __init__(self, plan: RecallPlan | None, count: MessageTokens) -> None:
+        self._plan = plan
+        self._count = count
+        self.items = [self._item_tokens(m) for m in plan.memories] if plan else []
+        self.base = self.exact([0]) - self.items[0] if plan and plan.memories else 0
+
+    def _item_tokens(self, memory: MemoryForInjection) -> int:
+        return self._count.counter.count(json.dumps({"m": memory.__dict__}, ensure_ascii=False)) + 1
+
+    def messages(self, kept: Sequence[int]) -> list[common_pb2.ConversationMessage]:
+        if self._plan is None or not kept:
+            return []
+        return list(
+            injected_recall_pair(self._plan.query, [self._plan.memories[i] for i in kept], self._plan.call_id)
+        )
+
+    def exact(self, kept: Sequence[int]) -> int:
+        return self._count.total(self.messages(kept))
+
+
+def _recent_texts(turns: Sequence[Turn]) -> list[str]:
+    return [t for turn in turns for m in turn.messages if len(t := _normal(plain_text(m))) >= 12]
+
+
+def _is_shown(memory: MemoryForInjection, shown: Sequence[str]) -> bool:
+    """A recalled raw exchange whose messages the context already shows raw."""
+    if memory.kind != "turn":
+        return False
+    content = _normal(memory.content)
+    return any(text[:200] in content for text in shown)
+
+
+def _fit_profile(blocks: Sequence[str], count: MessageTokens, room: int) -> list[str]:
+    kept: list[str] = []
+    for block in blocks:
+        if count.counter.count(profile_text([*kept, block])) <= room:
+            kept.append(block)
+    return kept
+
+
+def _fit_summaries(
+    summaries: Sequence[packet_pb2.CompactSummary], count: MessageTokens, room: int
+) -> list[packet_pb2.CompactSummary]:
+    """The newest summaries whose message fits `room` (oldest first)."""
+    kept: list[packet_pb2.CompactSummary] = []
+    for summary in reversed(summaries):
+        if count.total(_summary_messages([summary, *kept])) <= room:
+            kept.insert(0, summary)
+    return kept
+
+
+@dataclass
+class _Fill:
+    """The running state of one packing: what is kept and the room left."""
+
+    room: int
+    costs: _RecallCosts
+    eligible: list[int]
+    cap: int
+    raw: list[Turn]
+    kept: list[int]
+    recall_tokens: int = 0
+
+    def recall(self, limit: int) -> None:
+        """Add recalled items best first while the pair stays within `limit` (and the cap)."""
+        for index in self.eligible:
+            if index in self.kept:
+                continue
+            added = self.costs.items[index] + (0 if self.kept else self.costs.base)
+            if self.recall_tokens + added > min(limit, self.cap) or added > self.room:
+                return
+            self.kept.append(index)
+            self.recall_tokens += added
+            self.room -= added
+
+    def raw_turns(
+        self, turns: Sequence[Turn], count: MessageTokens, limit: int, pointer: Pointer | None
+    ) -> bool:
+        """Prepend `turns` newest first while they fit; False when one did not."""
+        for turn in reversed(turns):
+            shorter = _elide_turn(turn, count, limit, pointer)
+            cost = count.total(shorter.messages)
+            if cost > self.room:
+                return False
+            self.raw.insert(0, shorter)
+            self.room -= cost
+        return True
 
 
 def pack_context(
@@ -179,85 +329,71 @@ def pack_context(
     summaries: Sequence[packet_pb2.CompactSummary] = (),
     recall: RecallPlan | None = None,
     recall_anchor: int | None = None,
-    recall_budget: int | None = None,
+    recall_cap: int = 0,
+    recall_share: float = DEFAULT_RECALL_SHARE,
+    pointer: Pointer | None = None,
 ) -> PackedContext:
     """Fit everything into `budget` tokens (messages plus the system prompt addition).
 
     `summaries` are oldest first. `recall_anchor` is the host-transcript index after which the
     recall pair goes (None: at the end). The injected recall pair, as the model reads it (call,
-    result JSON and framing), never exceeds `recall_budget` (recallTokenBudget).
+    result JSON and framing), never exceeds `recall_cap` (recallTokenBudget; 0 = no cap).
     """
-    recent = list(turns[-recent_raw_turn_count:]) if recent_raw_turn_count > 0 else []
-    older = list(turns[: len(turns) - len(recent)])
-    raw_tokens = sum(count.total(t.messages) for t in recent)
-
-    recall_keep = len(recall.memories) if recall else 0
-    summaries_kept = list(summaries)
-    blocks = list(profile_blocks)
-
-    def recall_tokens() -> int:
-        return count.total(_recall_messages(recall, recall_keep))
-
-    def summary_tokens() -> int:
-        return count.total(_summary_messages(summaries_kept))
-
-    def profile_tokens() -> int:
-        return count.counter.count(profile_text(blocks))
-
-    if recall_budget is not None:
-        while recall_keep > 0 and recall_tokens() > recall_budget:
-            recall_keep -= 1
-    parts = {"recall": recall_tokens(), "summaries": summary_tokens(), "profile": profile_tokens()}
-    while raw_tokens + sum(parts.values()) > budget:
-        if recall_keep > 0:
-            recall_keep -= 1
-            parts["recall"] = recall_tokens()
-        elif summaries_kept:
-            summaries_kept.pop(0)
-            parts["summaries"] = summary_tokens()
-        elif blocks:
-            blocks.pop()
-            parts["profile"] = profile_tokens()
-        else:
-            break
-
-    # Older host turns: replaced by summaries when there are any, else kept newest first while they fit.
-    kept_older: list[Turn] = []
-    older_tokens = 0
-    if not summaries:
-        room = budget - raw_tokens - sum(parts.values())
-        for turn in reversed(older):
-            cost = count.total(turn.messages)
-            if cost > room:
-                break
-            kept_older.insert(0, turn)
-            room -= cost
-            older_tokens += cost
-
-    recall_msgs = _recall_messages(recall, recall_keep)
+    newest = list(turns[-1:])
+    window = list(turns[-max(1, recent_raw_turn_count) : -1]) if len(turns) > 1 else []
+    older = list(turns[: len(turns) - len(newest) - len(window)])
+    over_budget = sum(count.total(t.messages) for t in newest) > budget
+    room = 0 if over_budget else budget - sum(count.total(t.messages) for t in newest)
+    blocks = _fit_profile(profile_blocks, count, room)
+    profile_tokens = count.counter.count(profile_text(blocks))
+    summaries_kept = _fit_summaries(summaries, count, room - profile_tokens)
+    summary_tokens = count.total(_summary_messages(summaries_kept))
+    costs = _RecallCosts(recall, count)
+    shown = _recent_texts([*window, *newest])
+    fill = _Fill(
+        room=room - profile_tokens - summary_tokens,
+        costs=costs,
+        eligible=[i for i, m in enumerate(recall.memories if recall else []) if not _is_shown(m, shown)],
+        cap=recall_cap or budget,
+        raw=list(newest),
+        kept=[],
+    )
+    limit = elision_limit(budget)
+    fill.recall(int(budget * recall_share))
+    whole_window = fill.raw_turns(window, count, limit, pointer)
+    fill.recall(budget)
+    if not summaries and whole_window:
+        fill.raw_turns(older, count, limit, pointer)
+    # The per-item costs are close, not exact: trim until the exact total fits.
+    fixed = summary_tokens + profile_tokens
+    while (
+        fill.kept
+        and count.total(_ordered(fill.raw, costs.messages(fill.kept), recall_anchor)) + fixed > budget
+    ):
+        fill.kept.pop()
+    recall_msgs = costs.messages(fill.kept)
     summary_msgs = _summary_messages(summaries_kept)
-    out = [*summary_msgs, *_ordered(kept_older, recent, recall_msgs, recall_anchor)]
-
+    out = [*summary_msgs, *_ordered(fill.raw, recall_msgs, recall_anchor)]
     system_prompt_addition = profile_text(blocks)
     used = count.total(out) + count.counter.count(system_prompt_addition)
     accounting = packet_pb2.TokenAccounting(
         budget=budget,
         used=used,
-        profile=parts["profile"],
-        recall=parts["recall"],
-        summaries=parts["summaries"],
-        raw_turns=raw_tokens + older_tokens,
-        recalled_memories_cut=(len(recall.memories) if recall else 0) - recall_keep,
+        profile=profile_tokens,
+        recall=count.total(recall_msgs),
+        summaries=summary_tokens,
+        raw_turns=sum(count.total(t.messages) for t in fill.raw),
+        recalled_memories_cut=(len(recall.memories) if recall else 0) - len(fill.kept),
         summaries_cut=len(summaries) - len(summaries_kept),
-        over_budget=raw_tokens > budget,
+        over_budget=over_budget,
     )
     return PackedContext(
         messages=out,
         system_prompt_addition=system_prompt_addition,
         profile_blocks=blocks,
-        recalled_kept=recall_keep,
+        recalled_kept=fill.kept,
         summaries=summaries_kept,
-        recent_turns=recent,
+        recent_turns=fill.raw,
         injected=[*summary_msgs, *recall_msgs],
         tokens=accounting,
         estimated_tokens=used,

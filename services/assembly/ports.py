@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from shared.openviking.models.search import FindResult
+from shared.openviking.models.search import FindResult, GrepResult
 from shared.openviking.models.sessions import SessionContext
 from shared.openviking.tenant import Tenant
 
@@ -27,6 +27,20 @@ class MemorySearch(Protocol):
         context_type: str | Sequence[str] | None = None,
         deadline: float | None = None,
     ) -> FindResult: ...
+
+    async def grep(
+        self,
+        tenant: Tenant,
+        uri: str,
+        pattern: str,
+        *,
+        case_insensitive: bool = False,
+        node_limit: int | None = None,
+        tags: Sequence[str] | None = None,
+        before_context: int | None = None,
+        after_context: int | None = None,
+        deadline: float | None = None,
+    ) -> GrepResult: ...
 
     async def read(
         self,

@@ -25,6 +25,8 @@ PREFERENCES_QUERY = "user preferences, habits and stable facts about the user"
 PROFILE_HEADER = "[User Profile]"
 PREFERENCES_HEADER = "[User Preferences]"
 MAX_PREFERENCES = 5
+PROFILE_MAX_TOKENS = 1000
+"""Profile budget when recallTokenBudget sets none (otherwise half of it, as upstream)."""
 
 
 @dataclass

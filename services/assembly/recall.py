@@ -1,10 +1,18 @@
-"""Memory recall: wide retrieval, narrow injection (design §3.1 rules, moved into assemble).
+"""Recall as a pipeline: query -> candidates per source -> one fused ranking -> bounded items.
 
-Parallel find over the user's memories and the agent's memories, then locally: dedupe by uri,
-level == 2 only, score threshold, category+abstract dedupe, query-aware ranking, abstract
-preferred over the body, per-item truncation and a total token budget counted with the real
-tokenizer. OpenViking 0.5.2 has no per-agent space: agent memories are files under
-`viking://~/memories/` tagged `agent=<agent id, lower-cased>`.
+1. the query (`recall_query`): the prompt drives it;
+2. candidates per source, fetched concurrently:
+   - *memories*: one semantic `find` over the user's memories **and** the turn index (the query
+     is embedded once), then the upstream memory rules (design §3.1): level 2 only, other
+     agents' memories dropped, score threshold, category+abstract dedupe, query-aware ranking;
+   - *turns, semantic*: the same find's turn-index documents above the threshold;
+   - *turns, lexical*: `search/grep` over the turn index ranked with BM25 (`lexical`);
+3. one ranking: reciprocal-rank fusion of the three lists (`fusion`);
+4. items: abstract or body, dated, truncated, bounded by the recall token cap; packing then
+   decides how many fit the request's budget.
+
+OpenViking 0.5.2 has no per-agent space: agent memories are files under `viking://~/memories/`
+tagged `agent=<agent id, lower-cased>`.
 """
 
 from __future__ import annotations
@@ -18,11 +26,14 @@ from typing import TypeVar
 
 from contextengine.v1 import packet_pb2
 
+from services.assembly import lexical
+from services.assembly.fusion import reciprocal_rank_fusion
 from services.assembly.injection import MemoryForInjection
 from services.assembly.ports import MemorySearch
 from shared.config import Settings
-from shared.errors import ContextEngineError
-from shared.openviking.models.search import SearchHit
+from shared.domain.turn_index import TURN_INDEX_ROOT, document_date, is_turn_uri
+from shared.errors import BackendNotFound, ContextEngineError
+from shared.openviking.models.search import FindResult, GrepResult, SearchHit
 from shared.openviking.tenant import Tenant
 from shared.tokens import TokenCounter
 
@@ -33,6 +44,9 @@ TEMPORAL_BONUS = 0.10
 PREFERENCE_BONUS = 0.08
 MAX_OVERLAP_BONUS = 0.2
 QUERY_TOKEN_LIMIT = 8
+TURN_CATEGORY = "conversation"
+TURN_CANDIDATES = 80
+"""Candidates per source: enough to fill an 8k-token budget with short exchanges."""
 EVENT_CATEGORIES = frozenset({"events", "cases"})
 """Categories deduplicated by uri only (distinct events may share an abstract)."""
 
@@ -65,6 +79,7 @@ class RecallConfig:
     max_content_chars: int
     prefer_abstract: bool
     token_budget: int
+    """Cap on the recalled items' lines (0: no cap; packing fits them into the request's budget)."""
 
     @classmethod
     def from_settings(cls, settings: Settings, *, limit: int = 0) -> RecallConfig:
@@ -86,11 +101,15 @@ class Candidate:
     uri: str
     abstract: str
     score: float
-    """Clamped to [0, 1]."""
+    """Clamped to [0, 1]; lexical-only turns carry 0 (they have no semantic score)."""
     level: int
     category: str
     scope: packet_pb2.MemoryScope.ValueType
     tags: tuple[str, ...] = ()
+    body: str = ""
+    """The document's text when the source returned it (find `read_content`, grep context)."""
+    kind: str = "memory"
+    """`memory` or `turn`."""
 
 
 @dataclass(frozen=True)
@@ -100,10 +119,13 @@ class RecalledItem:
     content: str
     tokens: int = 0
 
+    @property
+    def said_at(self) -> str:
+        return document_date(self.candidate.body) if self.candidate.kind == "turn" else ""
+
     def for_injection(self) -> MemoryForInjection:
-        return MemoryForInjection(
-            self.candidate.uri, self.candidate.category, self.content, self.candidate.score
-        )
+        c = self.candidate
+        return MemoryForInjection(c.uri, c.category, self.content, c.score, kind=c.kind, said_at=self.said_at)
 
     def to_proto(self, query: str) -> packet_pb2.RecalledMemory:
         c = self.candidate
@@ -116,6 +138,8 @@ class RecalledItem:
             content=self.content,
             scope=c.scope,
             tags=list(c.tags),
+            kind=c.kind,
+            said_at=self.said_at,
         )
 
 
@@ -168,6 +192,7 @@ def to_candidate(hit: SearchHit, agent_id: str) -> Candidate | None:
         category=category_of(hit.uri),
         scope=scope,
         tags=tuple(hit.tags),
+        body=hit.content or "",
     )
 
 
@@ -261,12 +286,13 @@ def memory_line(category: str, content: str) -> str:
 
 
 def fit_token_budget(items: Sequence[RecalledItem], counter: TokenCounter, budget: int) -> list[RecalledItem]:
-    """Items in order while their `- [category] content` lines fit `budget`; the first always does."""
+    """Items in order while their `- [category] content` lines fit `budget` (0: no cap); the first
+    always does."""
     kept: list[RecalledItem] = []
     used = 0
     for item in items:
         tokens = counter.count(memory_line(item.candidate.category, item.content))
-        if kept and used + tokens > budget:
+        if kept and budget and used + tokens > budget:
             break
         kept.append(replace(item, tokens=tokens))
         used += tokens
@@ -286,6 +312,56 @@ async def bounded(aw: Awaitable[T], deadline: float) -> T:
     return await asyncio.wait_for(aw, timeout=max(0.0, deadline - time.monotonic()))
 
 
+def turn_candidate(uri: str, body: str, score: float) -> Candidate:
+    return Candidate(
+        uri=uri,
+        abstract="",
+        score=clamp_score(score),
+        level=2,
+        category=TURN_CATEGORY,
+        scope=packet_pb2.MEMORY_SCOPE_USER,
+        body=body,
+        kind="turn",
+    )
+
+
+def semantic_turns(hits: Sequence[SearchHit], threshold: float) -> list[Candidate]:
+    """The find's turn-index documents above `threshold`, best first."""
+    return [
+        turn_candidate(hit.uri, hit.content or hit.abstract, hit.score)
+        for hit in hits
+        if hit.level == 2 and is_turn_uri(hit.uri) and hit.score >= threshold
+    ]
+
+
+def lexical_turns(
+    terms: Sequence[str], result: GrepResult, background: Sequence[Candidate]
+) -> list[Candidate]:
+    """The grep matches in BM25 order."""
+    ranked = lexical.rank(terms, lexical.documents(result), [c.body for c in background])
+    return [turn_candidate(hit.uri, hit.content, 0.0) for hit in ranked if is_turn_uri(hit.uri)]
+
+
+def content_of(candidate: Candidate, prefer_abstract: bool) -> str:
+    """What the model is shown: a turn's dated text; a memory's abstract when preferred, else its body."""
+    if candidate.kind == "turn":
+        return candidate.body
+    if prefer_abstract and candidate.abstract.strip():
+        return candidate.abstract
+    return candidate.body or candidate.abstract
+
+
+async def _leg(what: str, call: Awaitable[T], deadline: float, outcome: RecallOutcome) -> T | None:
+    """One source's call; a failure is a degraded reason, a missing index is simply nothing."""
+    try:
+        return await bounded(call, deadline)
+    except BackendNotFound:
+        return None
+    except Exception as exc:
+        outcome.degraded_reasons.append(describe_failure(what, exc))
+        return None
+
+
 async def recall_memories(
     client: MemorySearch,
     *,
@@ -297,79 +373,44 @@ async def recall_memories(
     deadline: float,
     exclude_uris: frozenset[str] = frozenset(),
 ) -> RecallOutcome:
-    """Retrieve, rank and bound memories for `query`; failures degrade to fewer or no memories."""
+    """Retrieve, fuse and bound memories and raw turns for `query`; failures degrade to fewer."""
     outcome = RecallOutcome(query)
-    passes = {
-        "recall.user_memories": client.find(
-            tenant, query, target_uri=USER_MEMORIES_URI, limit=config.candidate_limit, score_threshold=0.0,
-            deadline=deadline,
-        ),
-        "recall.agent_memories": client.find(
-            tenant, query, target_uri=USER_MEMORIES_URI, limit=config.candidate_limit, score_threshold=0.0,
-            tags=[agent_tag(agent_id)], deadline=deadline,
-        ),
-    }  # fmt: skip
-    results = await asyncio.gather(*(bounded(p, deadline) for p in passes.values()), return_exceptions=True)
-    hit_lists: list[list[SearchHit]] = []
-    for what, result in zip(passes, results, strict=True):
-        if isinstance(result, BaseException):
-            if not isinstance(result, Exception):
-                raise result
-            outcome.degraded_reasons.append(describe_failure(what, result))
-        else:
-            hit_lists.append(result.memories)
-    # Agent memories first: on a uri tie the agent-scoped view wins.
-    hit_lists.reverse()
-    candidates = [c for c in merge_candidates(hit_lists, agent_id) if c.uri not in exclude_uris]
-    selected = select_candidates(candidates, config.score_threshold, config.candidate_limit)
-    ranked = rank_candidates(selected, query)[: config.limit]
-    contents = await _contents(
-        client,
-        tenant=tenant,
-        candidates=[c for c, _ in ranked],
-        config=config,
-        deadline=deadline,
-        outcome=outcome,
+    terms = lexical.content_terms(query)
+    semantic_call = client.find(
+        tenant, query, target_uri=[USER_MEMORIES_URI, TURN_INDEX_ROOT], limit=TURN_CANDIDATES,
+        score_threshold=0.0, read_content=True, deadline=deadline,
+    )  # fmt: skip
+    lexical_call = client.grep(
+        tenant, TURN_INDEX_ROOT, lexical.grep_pattern(terms), case_insensitive=True,
+        node_limit=lexical.MATCH_LIMIT, before_context=lexical.CONTEXT_LINES,
+        after_context=lexical.CONTEXT_LINES, deadline=deadline,
+    ) if terms else None  # fmt: skip
+    found, grepped = await asyncio.gather(
+        _leg("recall.semantic", semantic_call, deadline, outcome),
+        _leg("recall.lexical", lexical_call, deadline, outcome) if lexical_call else _nothing(),
+    )
+    found = found or FindResult()
+    memories = [c for c in merge_candidates([found.memories], agent_id) if c.uri not in exclude_uris]
+    selected = select_candidates(memories, config.score_threshold, config.candidate_limit)
+    ranked_memories = [c for c, _ in rank_candidates(selected, query)[: config.limit]]
+    dense = semantic_turns(found.resources, config.score_threshold)
+    matched = lexical_turns(terms, grepped, dense) if grepped is not None else []
+    by_uri = {c.uri: c for c in [*matched, *dense, *ranked_memories]}
+    fused = reciprocal_rank_fusion(
+        [[c.uri for c in ranked_memories], [c.uri for c in dense], [c.uri for c in matched]]
     )
     items = [
-        RecalledItem(candidate, rank, truncate_content(content, config.max_content_chars))
-        for (candidate, rank), content in zip(ranked, contents, strict=True)
+        RecalledItem(
+            by_uri[uri],
+            rank,
+            truncate_content(content_of(by_uri[uri], config.prefer_abstract), config.max_content_chars),
+        )
+        for uri, rank in fused
+        if uri not in exclude_uris
     ]
     outcome.items = fit_token_budget([i for i in items if i.content], counter, config.token_budget)
     return outcome
 
 
-async def _contents(
-    client: MemorySearch,
-    *,
-    tenant: Tenant,
-    candidates: Sequence[Candidate],
-    config: RecallConfig,
-    deadline: float,
-    outcome: RecallOutcome,
-) -> list[str]:
-    """The abstract when preferred (and present), else the L2 body; a failed read keeps the abstract."""
-    needs_body = [not (config.prefer_abstract and c.abstract.strip()) for c in candidates]
-    reads = [
-        bounded(client.read(tenant, c.uri, deadline=deadline), deadline)
-        for c, n in zip(candidates, needs_body, strict=True)
-        if n
-    ]
-    bodies = iter(await asyncio.gather(*reads, return_exceptions=True))
-    contents: list[str] = []
-    failed = 0
-    for candidate, needed in zip(candidates, needs_body, strict=True):
-        if not needed:
-            contents.append(candidate.abstract)
-            continue
-        body = next(bodies)
-        if isinstance(body, BaseException):
-            if not isinstance(body, Exception):
-                raise body
-            failed += 1
-            contents.append(candidate.abstract)
-        else:
-            contents.append(body)
-    if failed:
-        outcome.degraded_reasons.append(f"recall.content_read: {failed} memory bodies unavailable")
-    return contents
+async def _nothing() -> None:
+    return None

@@ -15,6 +15,7 @@ from typing import Protocol
 from contextengine.v1 import packet_pb2
 
 from services.assembly.ports import SessionContextReader
+from shared.domain.checkpoints import is_placeholder_summary
 from shared.domain.identity import RequestIdentity
 from shared.domain.stream_state import StreamStateStore
 from shared.errors import BackendNotFound
@@ -77,4 +78,6 @@ class OpenVikingSessionSummaries:
             )
         except BackendNotFound:
             return ""
-        return context.latest_archive_overview.strip()
+        overview = context.latest_archive_overview.strip()
+        # A count-only placeholder is no summary: it must not displace raw turns.
+        return "" if is_placeholder_summary(overview) else overview

@@ -13,6 +13,7 @@ from services.capture.compaction_client import CompactionStarter
 from services.capture.servicer import CaptureServicer
 from services.capture.transcript import TranscriptWriter
 from services.capture.triggers import TriggerThresholds
+from services.capture.turn_index import TurnIndexWriter
 from services.capture.turns import InflightConfirmer, TurnCapture
 from shared.domain.documents import DocumentStore
 from shared.domain.identity import RequestIdentity
@@ -56,6 +57,7 @@ def build_capture_service(context: ServiceContext) -> ServiceSpec:
         default_encoding=settings.default_encoding,
         capture_max_length=settings.capture_max_length,
         confirm_inflight=_inflight_confirmer(context.openviking),
+        index=TurnIndexWriter(context.openviking),
     )
     servicer = CaptureServicer(settings, context.openviking, turns)
 

@@ -14,10 +14,12 @@ from contextengine.v1 import checkpoint_pb2, common_pb2
 from services.capture.compaction_client import CompactionStarter
 from services.capture.decision import capture_decision
 from services.capture.injections import CleanedMessage, clean_transcript
-from services.capture.transcript import Candidate, ClaimPlan, TranscriptWriter
+from services.capture.transcript import Candidate, ClaimPlan, TranscriptWriter, WriteResult
 from services.capture.triggers import TriggerThresholds, fired_trigger
+from services.capture.turn_index import TurnIndexWriter
 from shared.domain.identity import RequestIdentity
 from shared.domain.stream_state import StreamState, StreamStateStore, utc_now
+from shared.domain.turn_index import IndexedMessage
 from shared.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
@@ -89,6 +91,7 @@ class TurnCapture:
         default_encoding: str,
         capture_max_length: int,
         confirm_inflight: InflightConfirmer | None = None,
+        index: TurnIndexWriter | None = None,
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self._states = states
@@ -98,6 +101,7 @@ class TurnCapture:
         self._default_encoding = default_encoding
         self._capture_max_length = capture_max_length
         self._confirm_inflight = confirm_inflight
+        self._index = index
         self._clock = clock
         self.known = KnownStreams()
 
@@ -108,6 +112,16 @@ class TurnCapture:
         state = await self._states.load(identity, deadline=deadline)
         if state is not None and state.inflight:
             await self._confirm_inflight(identity, state, deadline)
+
+    async def _index_persisted(
+        self, identity: RequestIdentity, result: WriteResult, deadline: float | None
+    ) -> None:
+        """Make what this call stored findable (the turn index); never fails the turn."""
+        if self._index is None:
+            return
+        stored = [IndexedMessage(c.sequence, c.message) for c in result.persisted if c.message is not None]
+        if stored:
+            await self._index.add(identity.tenant, result.session_id, stored, deadline=deadline)
 
     async def after_turn(
         self,
@@ -139,6 +153,7 @@ class TurnCapture:
             )
 
         result = await self._writer.write(identity, plan, counter, deadline=deadline)
+        await self._index_persisted(identity, result, deadline)
         claimed = range(result.claimed_start, result.claimed_end + 1)
         outcome = TurnOutcome(
             persisted_count=len(result.persisted),
@@ -181,6 +196,7 @@ class TurnCapture:
             )
 
         result = await self._writer.write(identity, plan, counter, dedupe_host_ids=True, deadline=deadline)
+        await self._index_persisted(identity, result, deadline)
         return TurnOutcome(
             persisted_count=len(result.persisted),
             duplicate_count=result.host_id_duplicates,

@@ -5,7 +5,11 @@ Accepted references:
 - an archive (summary) URI `viking://user/<me>/sessions/<id>/history/archive_NNN[/...]`, or a
   session URI `viking://user/<me>/sessions/<id>` (also `viking://~/...`, `viking://session/<id>`);
 - a memory URI under `viking://user/<me>/memories/...` (or `.../peers/<p>/memories/...`), traced
-  through the provenance document written when its compaction was finalised.
+  through the provenance document written when its compaction was finalised;
+- a turn-index URI `viking://user/<me>/resources/ce-turns/<session>/<sequence>.md` (a recalled
+  raw exchange): that exchange's exact messages, live or archived;
+- a turn id `ct-...` (the pointer in an elided tool output): that message, from the caller's
+  stream.
 
 Turns come from the archive's `messages.jsonl`, which OpenViking keeps for completed and failed
 archives alike. With a query, turns are ranked by word overlap with it; a memory without a query
@@ -17,7 +21,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from contextengine.v1 import compaction_pb2
+from contextengine.v1 import common_pb2, compaction_pb2
 
 from services.compaction.transcript import session_turns
 from shared.domain.checkpoints import (
@@ -30,9 +34,10 @@ from shared.domain.checkpoints import (
     session_uri,
 )
 from shared.domain.documents import DocumentStore
-from shared.domain.envelope import PersistedTurn, texts_of, turn_envelope
+from shared.domain.envelope import TURN_ID_PREFIX, PersistedTurn, texts_of, turn_envelope
 from shared.domain.identity import RequestIdentity
 from shared.domain.stream_state import StreamState, StreamStateStore
+from shared.domain.turn_index import parse_turn_uri
 from shared.errors import BackendNotFound, InvalidArgument, NotFound, PermissionDenied
 from shared.openviking.client import OpenVikingClient
 from shared.openviking.tenant import Tenant
@@ -62,11 +67,13 @@ def overlap_score(query_words: set[str], text: str) -> float:
 @dataclass(frozen=True)
 class Reference:
     kind: str
-    """"checkpoint", "session", "archive" or "memory"."""
+    """"checkpoint", "session", "archive", "memory", "turn" or "turn_id"."""
     uri: str
-    """Canonical URI (`viking://user/<me>/...`), or the checkpoint id."""
+    """Canonical URI (`viking://user/<me>/...`), or the checkpoint or turn id."""
     session_id: str = ""
     archive_uri: str = ""
+    first_sequence: int = -1
+    """For "turn": the exchange's first message."""
 
 
 def parse_reference(raw: str, tenant: Tenant) -> Reference:
@@ -76,6 +83,8 @@ def parse_reference(raw: str, tenant: Tenant) -> Reference:
         raise InvalidArgument(FIELD, "is required")
     if is_checkpoint_id(value):
         return Reference("checkpoint", value)
+    if value.startswith(TURN_ID_PREFIX):
+        return Reference("turn_id", value)
     if not value.startswith(_SCHEME):
         raise InvalidArgument(FIELD, "must be a viking:// URI or a checkpoint id")
     path = value[len(_SCHEME) :].rstrip("/")
@@ -90,17 +99,35 @@ def parse_reference(raw: str, tenant: Tenant) -> Reference:
         raise NotFound(f"{value} is not a session, summary or memory URI in your space")
     if segments[1] != tenant.user_id:
         raise PermissionDenied(f"{value} belongs to another user")
-    canonical = "viking://" + "/".join(segments)
-    rest = segments[2:]
+    return _reference_in_space("viking://" + "/".join(segments), segments[2:], tenant, value)
+
+
+def _reference_in_space(canonical: str, rest: list[str], tenant: Tenant, value: str) -> Reference:
+    """The reference for a path inside the caller's own space (`rest` after `user/<me>/`)."""
     if rest[0] == "sessions" and len(rest) >= 2:
         session_id = rest[1]
         base = session_uri(tenant, session_id)
         if len(rest) >= 4 and rest[2] == "history" and _ARCHIVE.match(rest[3]):
             return Reference("archive", canonical, session_id, f"{base}/history/{rest[3]}")
         return Reference("session", canonical, session_id)
+    turn = parse_turn_uri(canonical)
+    if turn is not None:
+        return Reference("turn", canonical, turn.session_id, first_sequence=turn.first_sequence)
     if "memories" in rest and (rest[0] == "memories" or rest[0] == "peers"):
         return Reference("memory", canonical)
-    raise NotFound(f"{value} is not a session, summary or memory URI")
+    raise NotFound(f"{value} is not a session, summary, turn or memory URI")
+
+
+def exchange_at(turns: list[PersistedTurn], first: int) -> list[PersistedTurn]:
+    """The turns from sequence `first` up to (not including) the next user message."""
+    out: list[PersistedTurn] = []
+    for turn in sorted(turns, key=lambda t: t.sequence):
+        if turn.sequence < first:
+            continue
+        if out and turn.message.role == common_pb2.MESSAGE_ROLE_USER:
+            break
+        out.append(turn)
+    return out
 
 
 @dataclass
@@ -112,6 +139,10 @@ class Source:
     agent_id: str
     checkpoint: CheckpointRecord | None = None
     turn_ids: set[str] = field(default_factory=set)
+    exchange_from: int = -1
+    """When >= 0: only the exchange starting at this sequence (up to the next user message)."""
+    exact_turn: str = ""
+    """When set: only this turn id."""
 
 
 class Expander:
@@ -152,6 +183,15 @@ class Expander:
     def _source(self, record: CheckpointRecord, identity: RequestIdentity) -> Source:
         return Source(record.session_id, record.archive_uri, record.agent_id or identity.agent_id, record)
 
+    async def _turn_sources(self, identity: RequestIdentity, ref: Reference, deadline: float) -> list[Source]:
+        """A recalled exchange (turn-index URI) or one message by turn id (in the caller's stream)."""
+        if ref.kind == "turn":
+            return [Source(ref.session_id, "", identity.agent_id, exchange_from=ref.first_sequence)]
+        state = await self._stream_state(identity.tenant, identity.stream_id, deadline)
+        if state is None or not ref.uri.startswith(f"{TURN_ID_PREFIX}{identity.stream_id[:12]}-"):
+            raise NotFound(f"{ref.uri} is not a turn of this session's stream")
+        return [Source(s, "", identity.agent_id, exact_turn=ref.uri) for s in state.sessions]
+
     async def _sources(
         self, identity: RequestIdentity, ref: Reference, deadline: float
     ) -> tuple[list[Source], str]:
@@ -162,6 +202,8 @@ class Expander:
             if record is None or not record.archive_uri:
                 raise NotFound(f"checkpoint {ref.uri} not found")
             return [self._source(record, identity)], ""
+        if ref.kind in ("turn", "turn_id"):
+            return await self._turn_sources(identity, ref, deadline), ""
         if ref.kind in ("session", "archive"):
             records = await self._checkpoints_of_session(tenant, ref.session_id, deadline)
             if ref.kind == "archive":
@@ -199,7 +241,11 @@ class Expander:
         else:
             uri = f"{session_uri(tenant, source.session_id)}/messages.jsonl"
             turns = await session_turns(self._ov, tenant, source.session_id, deadline=deadline)
-        if source.turn_ids:
+        if source.exchange_from >= 0:
+            turns = exchange_at(turns, source.exchange_from)
+        elif source.exact_turn:
+            turns = [t for t in turns if t.turn_id == source.exact_turn]
+        elif source.turn_ids:
             turns = [t for t in turns if t.turn_id in source.turn_ids] or turns
         return turns, uri
 

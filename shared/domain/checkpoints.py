@@ -50,7 +50,15 @@ MAX_CAS_ATTEMPTS = 12
 STALE_CLAIM = timedelta(minutes=5)
 """A checkpoint without a commit task after this long was abandoned by a dead replica."""
 # OpenViking's no-LLM working-memory fallback ("# Session Summary / **Overview**: N turns, M messages").
-_FALLBACK_SUMMARY = re.compile(r"^\s*#\s*Session Summary\s*\**Overview\**:\s*\d+ turns?, \d+ messages?\s*$")
+_FALLBACK_SUMMARY = re.compile(
+    r"^\s*(?:#\s*Session Summary\s*)?\**Overview\**:\s*\d+ turns?, \d+ messages?\s*$", re.IGNORECASE
+)
+
+
+def is_placeholder_summary(text: str) -> bool:
+    """True for a summary that carries no content (OpenViking's count-only no-LLM fallback)."""
+    return not text.strip() or _FALLBACK_SUMMARY.match(text) is not None
+
 
 Status = checkpoint_pb2.CheckpointStatus
 
@@ -392,7 +400,7 @@ async def _archive_summary(
     except BackendNotFound:
         return ""
     summary = (archive.overview or archive.abstract).strip()
-    return "" if _FALLBACK_SUMMARY.match(summary) else summary
+    return "" if is_placeholder_summary(summary) else summary
 
 
 async def _record_memories(

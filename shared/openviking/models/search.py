@@ -29,10 +29,18 @@ class FindResult(ResultModel):
     total: int = 0
 
 
+class GrepContextLine(ResultModel):
+    line: int = 0
+    content: str = ""
+
+
 class GrepMatch(ResultModel):
     line: int = 0
     uri: str = ""
     content: str = ""
+    before_context: list[GrepContextLine] = Field(default_factory=list)
+    after_context: list[GrepContextLine] = Field(default_factory=list)
+    """Only with `before_context` / `after_context` > 0."""
 
 
 class GrepResult(ResultModel):

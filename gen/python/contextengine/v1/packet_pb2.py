@@ -26,21 +26,21 @@ from contextengine.v1 import common_pb2 as contextengine_dot_v1_dot_common__pb2
 from contextengine.v1 import envelope_pb2 as contextengine_dot_v1_dot_envelope__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x63ontextengine/v1/packet.proto\x12\x10\x63ontextengine.v1\x1a\x1d\x63ontextengine/v1/common.proto\x1a\x1f\x63ontextengine/v1/envelope.proto\"\xac\x01\n\x0eRecalledMemory\x12\r\n\x05query\x18\x01 \x01(\t\x12\x0b\n\x03uri\x18\x02 \x01(\t\x12\x10\n\x08\x61\x62stract\x18\x03 \x01(\t\x12\r\n\x05score\x18\x04 \x01(\x01\x12\x10\n\x08\x63\x61tegory\x18\x05 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x06 \x01(\t\x12,\n\x05scope\x18\x07 \x01(\x0e\x32\x1d.contextengine.v1.MemoryScope\x12\x0c\n\x04tags\x18\x08 \x03(\t\"u\n\x0e\x43ompactSummary\x12\x13\n\x0bsession_uri\x18\x01 \x01(\t\x12\x10\n\x08\x61\x62stract\x18\x02 \x01(\t\x12\x10\n\x08overview\x18\x03 \x01(\t\x12\x13\n\x0b\x61rchive_uri\x18\x04 \x01(\t\x12\x15\n\rcheckpoint_id\x18\x05 \x01(\t\"\xc1\x01\n\x0fTokenAccounting\x12\x0e\n\x06\x62udget\x18\x01 \x01(\x03\x12\x0c\n\x04used\x18\x02 \x01(\x03\x12\x0f\n\x07profile\x18\x03 \x01(\x03\x12\x0e\n\x06recall\x18\x04 \x01(\x03\x12\x11\n\tsummaries\x18\x05 \x01(\x03\x12\x11\n\traw_turns\x18\x06 \x01(\x03\x12\x1d\n\x15recalled_memories_cut\x18\x07 \x01(\x05\x12\x15\n\rsummaries_cut\x18\x08 \x01(\x05\x12\x13\n\x0bover_budget\x18\t \x01(\x08\"\xd1\x03\n\x16\x41ssembledContextPacket\x12\x16\n\x0eprofile_blocks\x18\x01 \x03(\t\x12;\n\x11recalled_memories\x18\x02 \x03(\x0b\x32 .contextengine.v1.RecalledMemory\x12;\n\x11\x63ompact_summaries\x18\x03 \x03(\x0b\x32 .contextengine.v1.CompactSummary\x12\x38\n\x10recent_raw_turns\x18\x04 \x03(\x0b\x32\x1e.contextengine.v1.TurnEnvelope\x12@\n\x11injected_messages\x18\x05 \x03(\x0b\x32%.contextengine.v1.ConversationMessage\x12\x18\n\x10\x65stimated_tokens\x18\x06 \x01(\x03\x12\x31\n\x06tokens\x18\x07 \x01(\x0b\x32!.contextengine.v1.TokenAccounting\x12\x14\n\x0crecall_query\x18\x08 \x01(\t\x12\x1a\n\x12recall_skip_reason\x18\t \x01(\t\x12\x10\n\x08\x64\x65graded\x18\n \x01(\x08\x12\x18\n\x10\x64\x65graded_reasons\x18\x0b \x03(\t*Z\n\x0bMemoryScope\x12\x1c\n\x18MEMORY_SCOPE_UNSPECIFIED\x10\x00\x12\x15\n\x11MEMORY_SCOPE_USER\x10\x01\x12\x16\n\x12MEMORY_SCOPE_AGENT\x10\x02\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x63ontextengine/v1/packet.proto\x12\x10\x63ontextengine.v1\x1a\x1d\x63ontextengine/v1/common.proto\x1a\x1f\x63ontextengine/v1/envelope.proto\"\xcb\x01\n\x0eRecalledMemory\x12\r\n\x05query\x18\x01 \x01(\t\x12\x0b\n\x03uri\x18\x02 \x01(\t\x12\x10\n\x08\x61\x62stract\x18\x03 \x01(\t\x12\r\n\x05score\x18\x04 \x01(\x01\x12\x10\n\x08\x63\x61tegory\x18\x05 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x06 \x01(\t\x12,\n\x05scope\x18\x07 \x01(\x0e\x32\x1d.contextengine.v1.MemoryScope\x12\x0c\n\x04tags\x18\x08 \x03(\t\x12\x0c\n\x04kind\x18\t \x01(\t\x12\x0f\n\x07said_at\x18\n \x01(\t\"u\n\x0e\x43ompactSummary\x12\x13\n\x0bsession_uri\x18\x01 \x01(\t\x12\x10\n\x08\x61\x62stract\x18\x02 \x01(\t\x12\x10\n\x08overview\x18\x03 \x01(\t\x12\x13\n\x0b\x61rchive_uri\x18\x04 \x01(\t\x12\x15\n\rcheckpoint_id\x18\x05 \x01(\t\"\xc1\x01\n\x0fTokenAccounting\x12\x0e\n\x06\x62udget\x18\x01 \x01(\x03\x12\x0c\n\x04used\x18\x02 \x01(\x03\x12\x0f\n\x07profile\x18\x03 \x01(\x03\x12\x0e\n\x06recall\x18\x04 \x01(\x03\x12\x11\n\tsummaries\x18\x05 \x01(\x03\x12\x11\n\traw_turns\x18\x06 \x01(\x03\x12\x1d\n\x15recalled_memories_cut\x18\x07 \x01(\x05\x12\x15\n\rsummaries_cut\x18\x08 \x01(\x05\x12\x13\n\x0bover_budget\x18\t \x01(\x08\"\xd1\x03\n\x16\x41ssembledContextPacket\x12\x16\n\x0eprofile_blocks\x18\x01 \x03(\t\x12;\n\x11recalled_memories\x18\x02 \x03(\x0b\x32 .contextengine.v1.RecalledMemory\x12;\n\x11\x63ompact_summaries\x18\x03 \x03(\x0b\x32 .contextengine.v1.CompactSummary\x12\x38\n\x10recent_raw_turns\x18\x04 \x03(\x0b\x32\x1e.contextengine.v1.TurnEnvelope\x12@\n\x11injected_messages\x18\x05 \x03(\x0b\x32%.contextengine.v1.ConversationMessage\x12\x18\n\x10\x65stimated_tokens\x18\x06 \x01(\x03\x12\x31\n\x06tokens\x18\x07 \x01(\x0b\x32!.contextengine.v1.TokenAccounting\x12\x14\n\x0crecall_query\x18\x08 \x01(\t\x12\x1a\n\x12recall_skip_reason\x18\t \x01(\t\x12\x10\n\x08\x64\x65graded\x18\n \x01(\x08\x12\x18\n\x10\x64\x65graded_reasons\x18\x0b \x03(\t*Z\n\x0bMemoryScope\x12\x1c\n\x18MEMORY_SCOPE_UNSPECIFIED\x10\x00\x12\x15\n\x11MEMORY_SCOPE_USER\x10\x01\x12\x16\n\x12MEMORY_SCOPE_AGENT\x10\x02\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'contextengine.v1.packet_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_MEMORYSCOPE']._serialized_start=1073
-  _globals['_MEMORYSCOPE']._serialized_end=1163
+  _globals['_MEMORYSCOPE']._serialized_start=1104
+  _globals['_MEMORYSCOPE']._serialized_end=1194
   _globals['_RECALLEDMEMORY']._serialized_start=116
-  _globals['_RECALLEDMEMORY']._serialized_end=288
-  _globals['_COMPACTSUMMARY']._serialized_start=290
-  _globals['_COMPACTSUMMARY']._serialized_end=407
-  _globals['_TOKENACCOUNTING']._serialized_start=410
-  _globals['_TOKENACCOUNTING']._serialized_end=603
-  _globals['_ASSEMBLEDCONTEXTPACKET']._serialized_start=606
-  _globals['_ASSEMBLEDCONTEXTPACKET']._serialized_end=1071
+  _globals['_RECALLEDMEMORY']._serialized_end=319
+  _globals['_COMPACTSUMMARY']._serialized_start=321
+  _globals['_COMPACTSUMMARY']._serialized_end=438
+  _globals['_TOKENACCOUNTING']._serialized_start=441
+  _globals['_TOKENACCOUNTING']._serialized_end=634
+  _globals['_ASSEMBLEDCONTEXTPACKET']._serialized_start=637
+  _globals['_ASSEMBLEDCONTEXTPACKET']._serialized_end=1102
 # @@protoc_insertion_point(module_scope)

@@ -51,6 +51,8 @@ class RecalledMemory(_message.Message):
     CONTENT_FIELD_NUMBER: _builtins.int
     SCOPE_FIELD_NUMBER: _builtins.int
     TAGS_FIELD_NUMBER: _builtins.int
+    KIND_FIELD_NUMBER: _builtins.int
+    SAID_AT_FIELD_NUMBER: _builtins.int
     query: _builtins.str
     uri: _builtins.str
     abstract: _builtins.str
@@ -60,6 +62,12 @@ class RecalledMemory(_message.Message):
     content: _builtins.str
     """Text injected for this memory (abstract or truncated body)."""
     scope: Global___MemoryScope.ValueType
+    kind: _builtins.str
+    """What the item is: "memory" (a stored or extracted memory) or "turn" (a raw exchange from
+    the turn index; `uri` resolves through ExpandMemory to the exact original messages).
+    """
+    said_at: _builtins.str
+    """When it was said, "YYYY-MM-DD HH:MM" UTC; empty when unknown."""
     @_builtins.property
     def tags(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     def __init__(
@@ -73,10 +81,12 @@ class RecalledMemory(_message.Message):
         content: _builtins.str = ...,
         scope: Global___MemoryScope.ValueType = ...,
         tags: _abc.Iterable[_builtins.str] | None = ...,
+        kind: _builtins.str = ...,
+        said_at: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["abstract", b"abstract", "category", b"category", "content", b"content", "query", b"query", "scope", b"scope", "score", b"score", "tags", b"tags", "uri", b"uri"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["abstract", b"abstract", "category", b"category", "content", b"content", "kind", b"kind", "query", b"query", "said_at", b"said_at", "scope", b"scope", "score", b"score", "tags", b"tags", "uri", b"uri"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

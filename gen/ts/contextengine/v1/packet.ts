@@ -64,6 +64,13 @@ export interface RecalledMemory {
   content: string;
   scope: MemoryScope;
   tags: string[];
+  /**
+   * What the item is: "memory" (a stored or extracted memory) or "turn" (a raw exchange from
+   * the turn index; `uri` resolves through ExpandMemory to the exact original messages).
+   */
+  kind: string;
+  /** When it was said, "YYYY-MM-DD HH:MM" UTC; empty when unknown. */
+  saidAt: string;
 }
 
 export interface CompactSummary {
@@ -106,7 +113,18 @@ export interface AssembledContextPacket {
 }
 
 function createBaseRecalledMemory(): RecalledMemory {
-  return { query: "", uri: "", abstract: "", score: 0, category: "", content: "", scope: 0, tags: [] };
+  return {
+    query: "",
+    uri: "",
+    abstract: "",
+    score: 0,
+    category: "",
+    content: "",
+    scope: 0,
+    tags: [],
+    kind: "",
+    saidAt: "",
+  };
 }
 
 export const RecalledMemory: MessageFns<RecalledMemory> = {
@@ -134,6 +152,12 @@ export const RecalledMemory: MessageFns<RecalledMemory> = {
     }
     for (const v of message.tags) {
       writer.uint32(66).string(v!);
+    }
+    if (message.kind !== "") {
+      writer.uint32(74).string(message.kind);
+    }
+    if (message.saidAt !== "") {
+      writer.uint32(82).string(message.saidAt);
     }
     return writer;
   },
@@ -215,6 +239,22 @@ export const RecalledMemory: MessageFns<RecalledMemory> = {
             message.tags.push(reader.string());
             continue;
           }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.kind = reader.string();
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.saidAt = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -237,6 +277,12 @@ export const RecalledMemory: MessageFns<RecalledMemory> = {
       content: isSet(object.content) ? globalThis.String(object.content) : "",
       scope: isSet(object.scope) ? memoryScopeFromJSON(object.scope) : 0,
       tags: globalThis.Array.isArray(object?.tags) ? object.tags.map((e: any) => globalThis.String(e)) : [],
+      kind: isSet(object.kind) ? globalThis.String(object.kind) : "",
+      saidAt: isSet(object.saidAt)
+        ? globalThis.String(object.saidAt)
+        : isSet(object.said_at)
+        ? globalThis.String(object.said_at)
+        : "",
     };
   },
 
@@ -266,6 +312,12 @@ export const RecalledMemory: MessageFns<RecalledMemory> = {
     if (message.tags?.length) {
       obj.tags = message.tags;
     }
+    if (message.kind !== "") {
+      obj.kind = message.kind;
+    }
+    if (message.saidAt !== "") {
+      obj.saidAt = message.saidAt;
+    }
     return obj;
   },
 
@@ -282,6 +334,8 @@ export const RecalledMemory: MessageFns<RecalledMemory> = {
     message.content = object.content ?? "";
     message.scope = object.scope ?? 0;
     message.tags = object.tags?.map((e) => e) || [];
+    message.kind = object.kind ?? "";
+    message.saidAt = object.saidAt ?? "";
     return message;
   },
 };

@@ -1,0 +1,89 @@
+"""Capture's half of the turn index (shared.domain.turn_index): write what was just persisted.
+
+One `batch-write` per write, `wait=false` and `vectors_only`: OpenViking returns in ~20 ms and
+the exchange is findable a fraction of a second later. The documents' URIs are deterministic, so
+a rewrite (retry, catch-up at compaction) replaces instead of duplicating. A failed index write
+never fails the turn: the messages are already stored, and compaction re-indexes the session
+(`index_session`) before it archives it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+from shared.domain.stream_state import utc_now
+from shared.domain.turn_index import (
+    TURN_INDEX_ROOT,
+    TURN_TAG,
+    IndexedMessage,
+    TurnDocument,
+    turn_documents,
+)
+from shared.errors import BackendConflict, BackendInvalidArgument, BackendNotFound
+from shared.openviking.client import OpenVikingClient
+from shared.openviking.tenant import Tenant
+
+log = logging.getLogger(__name__)
+
+
+class TurnIndexWriter:
+    def __init__(self, openviking: OpenVikingClient, clock: Callable[[], datetime] = utc_now) -> None:
+        self._ov = openviking
+        self._clock = clock
+
+    async def add(
+        self,
+        tenant: Tenant,
+        session_id: str,
+        messages: Sequence[IndexedMessage],
+        *,
+        deadline: float | None = None,
+    ) -> int:
+        """Index `messages` (just persisted, sequence order); the number of documents written.
+
+        Failures are logged, not raised: the turn is stored, and compaction catches up.
+        """
+        documents = turn_documents(session_id, messages, self._clock())
+        if not documents:
+            return 0
+        try:
+            await self._write(tenant, documents, deadline)
+        except Exception as exc:
+            log.warning("turn index write for session %s failed (%s); compaction will re-index it",
+                        session_id, type(exc).__name__)  # fmt: skip
+            return 0
+        return len(documents)
+
+    async def write_documents(
+        self, tenant: Tenant, documents: Sequence[TurnDocument], *, deadline: float | None = None
+    ) -> None:
+        """Write (replace) `documents`; raises on failure."""
+        if documents:
+            await self._write(tenant, documents, deadline)
+
+    async def _write(self, tenant: Tenant, documents: Sequence[TurnDocument], deadline: float | None) -> None:
+        operations: list[dict[str, object]] = [
+            {"uri": d.uri, "content": d.content, "mode": "replace", "tags": [TURN_TAG]} for d in documents
+        ]
+        try:
+            await self._batch(tenant, operations, deadline)
+        except (BackendNotFound, BackendInvalidArgument):
+            # First exchange of this user: the index folder does not exist yet.
+            with contextlib.suppress(BackendConflict):  # another replica created it meanwhile
+                await self._ov.mkdir(tenant, TURN_INDEX_ROOT, deadline=deadline)
+            await self._batch(tenant, operations, deadline)
+
+    async def _batch(
+        self, tenant: Tenant, operations: list[dict[str, object]], deadline: float | None
+    ) -> None:
+        await self._ov.batch_write(
+            tenant,
+            TURN_INDEX_ROOT,
+            operations,
+            wait=False,
+            processing_mode="vectors_only",
+            deadline=deadline,
+        )

@@ -1,0 +1,155 @@
+"""The turn index: every captured raw exchange as a small dated document OpenViking embeds.
+
+OpenViking never vector-indexes session messages or archives, so without an LLM nothing said in
+conversation could be recalled. Capture therefore also writes each *exchange* (a user message
+and the assistant/tool messages after it, as delivered by one write) as one document under the
+user's own resources:
+
+    viking://user/<user>/resources/ce-turns/<OpenViking session id>/<first sequence>.md
+
+The unit is the exchange, not the message: a fact the user states is usually restated or
+answered by the assistant, and either half finding the exchange brings both. Each line is one
+message, dated with the host's message timestamp (capture time when the host sent none), so the
+model can answer "when" questions. The URI names the OpenViking session and the first
+sequence, so `ExpandMemory` resolves a hit to the exact original messages. Forgetting a session
+is `rm -r` of its folder; the documents are tagged `ce=turn`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from contextengine.v1 import common_pb2
+
+from shared.domain.messages import plain_text, tool_call_ids
+
+TURN_INDEX_DIR = "ce-turns"
+TURN_INDEX_ROOT = f"viking://~/resources/{TURN_INDEX_DIR}"
+TURN_TAG = "ce=turn"
+MAX_MESSAGE_CHARS = 1200
+"""Longest text a message contributes to the document (tool outputs are cut; expand has all)."""
+
+_ROLE_LABEL = {
+    common_pb2.MESSAGE_ROLE_USER: "user",
+    common_pb2.MESSAGE_ROLE_ASSISTANT: "assistant",
+    common_pb2.MESSAGE_ROLE_TOOL_RESULT: "tool",
+    common_pb2.MESSAGE_ROLE_SYSTEM: "system",
+}
+_URI = re.compile(
+    rf"^viking://(?:~|user/(?P<user>[^/]+))/resources/{TURN_INDEX_DIR}/(?P<session>[^/]+)/(?P<seq>\d{{7}})\.md$"
+)
+_LINE = re.compile(r"^\[(?P<date>\d{4}-\d\d-\d\d \d\d:\d\d)\] (?P<role>user|assistant|tool|system): ")
+
+
+@dataclass(frozen=True)
+class IndexedMessage:
+    sequence: int
+    message: common_pb2.ConversationMessage
+
+
+@dataclass(frozen=True)
+class TurnDocument:
+    """One exchange as written to the index."""
+
+    uri: str
+    content: str
+
+
+@dataclass(frozen=True)
+class TurnRef:
+    """Where an indexed exchange's messages live."""
+
+    user_id: str | None
+    """None for `viking://~/...` (the caller's own space)."""
+    session_id: str
+    first_sequence: int
+
+
+def turn_uri(session_id: str, first_sequence: int) -> str:
+    return f"{TURN_INDEX_ROOT}/{session_id}/{first_sequence:07d}.md"
+
+
+def session_index_uri(session_id: str) -> str:
+    return f"{TURN_INDEX_ROOT}/{session_id}"
+
+
+def parse_turn_uri(uri: str) -> TurnRef | None:
+    match = _URI.match(uri)
+    if match is None:
+        return None
+    return TurnRef(match["user"], match["session"], int(match["seq"]))
+
+
+def is_turn_uri(uri: str) -> bool:
+    return parse_turn_uri(uri) is not None
+
+
+def format_when(when: datetime) -> str:
+    """`2026-01-10 09:04` (UTC): compact, sortable, what the model reads."""
+    return when.astimezone(UTC).strftime("%Y-%m-%d %H:%M")
+
+
+def said_at(message: common_pb2.ConversationMessage, fallback: datetime) -> datetime:
+    return message.timestamp.ToDatetime(tzinfo=UTC) if message.HasField("timestamp") else fallback
+
+
+def _message_text(message: common_pb2.ConversationMessage) -> str:
+    parts = [plain_text(message)]
+    for block in message.content:
+        if block.HasField("tool_call"):
+            parts.append(f"[calls {block.tool_call.name}({block.tool_call.arguments.json[:200]})]")
+    text = " ".join(" ".join(p.split()) for p in parts if p.strip())
+    if len(text) > MAX_MESSAGE_CHARS:
+        text = text[: MAX_MESSAGE_CHARS - 3].rstrip() + "..."
+    return text
+
+
+def message_line(message: common_pb2.ConversationMessage, when: datetime) -> str:
+    return f"[{format_when(when)}] {_ROLE_LABEL.get(message.role, 'message')}: {_message_text(message)}"
+
+
+def exchanges(messages: Sequence[IndexedMessage]) -> list[list[IndexedMessage]]:
+    """Consecutive messages grouped into exchanges: each user message starts one."""
+    groups: list[list[IndexedMessage]] = []
+    for item in messages:
+        if not groups or item.message.role == common_pb2.MESSAGE_ROLE_USER:
+            groups.append([])
+        groups[-1].append(item)
+    return groups
+
+
+def turn_documents(
+    session_id: str, messages: Sequence[IndexedMessage], captured_at: datetime
+) -> list[TurnDocument]:
+    """The index documents for newly persisted messages (sequence order)."""
+    documents = []
+    for group in exchanges(messages):
+        lines = [
+            message_line(item.message, said_at(item.message, captured_at))
+            for item in group
+            if _message_text(item.message) or tool_call_ids(item.message)
+        ]
+        if lines:
+            documents.append(TurnDocument(turn_uri(session_id, group[0].sequence), "\n".join(lines)))
+    return documents
+
+
+def document_date(content: str) -> str:
+    """The date of an indexed exchange's first line (`2026-01-10 09:04`), "" when absent."""
+    match = _LINE.match(content)
+    return match["date"] if match else ""
+
+
+def document_texts(content: str) -> list[str]:
+    """The message texts of an indexed exchange (date and role prefixes removed)."""
+    texts: list[str] = []
+    for line in content.splitlines():
+        match = _LINE.match(line)
+        if match:
+            texts.append(line[match.end() :])
+        elif texts:
+            texts[-1] += "\n" + line
+    return texts

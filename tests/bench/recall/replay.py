@@ -1,0 +1,173 @@
+"""Replays the generated histories through the public gRPC API as a host would, then asks.
+
+Per session: one AfterTurn per exchange (the host resends the whole transcript), a Compact at
+the end. The last session is left open for the *continuing* questions (asked at its end, with
+its transcript), then compacted; the *new-session* questions come in a fresh session whose
+transcript is the question alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from contextengine.v1 import (
+    assembly_pb2,
+    capture_pb2,
+    common_pb2,
+    compaction_pb2,
+)
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from tests.bench.recall.dataset import Question, SessionScript, UserHistory
+
+ACCOUNT = "bench-recall"
+AGENT = "main"
+Role = common_pb2.MessageRole
+
+
+@dataclass
+class Stubs:
+    capture: object
+    assembly: object
+    compaction: object
+
+
+@dataclass
+class Answer:
+    """What one Assemble returned for one question at one budget."""
+
+    question: Question
+    mode: str
+    budget: int
+    text: str
+    tokens: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Asked:
+    """Where a question is asked: the session and the transcript before it."""
+
+    user_id: str
+    session_id: str
+    history: Sequence[common_pb2.ConversationMessage]
+    mode: str
+
+
+@dataclass
+class ReplayStats:
+    after_turn_seconds: list[float] = field(default_factory=list)
+    compact_seconds: list[float] = field(default_factory=list)
+
+
+def identity(user_id: str, session_id: str) -> common_pb2.Identity:
+    return common_pb2.Identity(account_id=ACCOUNT, user_id=user_id, agent_id=AGENT, session_id=session_id)
+
+
+def message(
+    role: int, text: str, msg_id: str, when: Timestamp | None = None
+) -> common_pb2.ConversationMessage:
+    out = common_pb2.ConversationMessage(
+        id=msg_id, role=role, content=[common_pb2.ContentBlock(text=common_pb2.TextBlock(text=text))]
+    )
+    if when is not None:
+        out.timestamp.CopyFrom(when)
+    return out
+
+
+def transcript(script: SessionScript, upto: int) -> list[common_pb2.ConversationMessage]:
+    """The session's messages for exchanges [0, upto), dated."""
+    out = []
+    for i, exchange in enumerate(script.exchanges[:upto]):
+        when = Timestamp()
+        when.FromDatetime(script.timestamp(i))
+        out.append(message(Role.MESSAGE_ROLE_USER, exchange.user, f"{script.session_id}-{i}-u", when))
+        out.append(
+            message(Role.MESSAGE_ROLE_ASSISTANT, exchange.assistant, f"{script.session_id}-{i}-a", when)
+        )
+    return out
+
+
+def assembled_text(response: assembly_pb2.AssembleResponse) -> str:
+    parts = [response.system_prompt_addition]
+    for m in response.messages:
+        for block in m.content:
+            kind = block.WhichOneof("block")
+            if kind == "text":
+                parts.append(block.text.text)
+            elif kind == "tool_result":
+                parts.extend(c.text.text for c in block.tool_result.content if c.HasField("text"))
+    return "\n".join(parts)
+
+
+async def replay_session(stubs: Stubs, user_id: str, script: SessionScript, stats: ReplayStats) -> None:
+    for upto in range(1, len(script.exchanges) + 1):
+        started = time.perf_counter()
+        await stubs.capture.AfterTurn(  # type: ignore[attr-defined]
+            capture_pb2.AfterTurnRequest(
+                identity=identity(user_id, script.session_id),
+                messages=transcript(script, upto),
+                pre_prompt_message_count=2 * (upto - 1),
+            ),
+            timeout=60,
+        )
+        stats.after_turn_seconds.append(time.perf_counter() - started)
+
+
+async def compact(stubs: Stubs, user_id: str, session_id: str, stats: ReplayStats) -> None:
+    started = time.perf_counter()
+    await stubs.compaction.Compact(  # type: ignore[attr-defined]
+        compaction_pb2.CompactRequest(identity=identity(user_id, session_id), force=True), timeout=120
+    )
+    stats.compact_seconds.append(time.perf_counter() - started)
+
+
+async def ask(stubs: Stubs, where: Asked, question: Question, budget: int) -> Answer:
+    prompt = message(Role.MESSAGE_ROLE_USER, question.text, f"q-{where.mode}-{budget}")
+    started = time.perf_counter()
+    response = await stubs.assembly.Assemble(  # type: ignore[attr-defined]
+        assembly_pb2.AssembleRequest(
+            identity=identity(where.user_id, where.session_id),
+            messages=[*where.history, prompt],
+            token_budget=budget,
+            prompt=question.text,
+        ),
+        timeout=60,
+    )
+    seconds = time.perf_counter() - started
+    return Answer(question, where.mode, budget, assembled_text(response), response.estimated_tokens, seconds)
+
+
+async def gather_bounded(calls: Sequence[object], concurrency: int) -> list[Answer]:
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(call: object) -> Answer:
+        async with gate:
+            return await call  # type: ignore[misc,no-any-return]
+
+    return await asyncio.gather(*(one(c) for c in calls))
+
+
+async def run_user(
+    stubs: Stubs, history: UserHistory, budgets: Sequence[int], stats: ReplayStats, concurrency: int
+) -> list[Answer]:
+    """Replay one user's sessions, then ask every question in both modes at every budget."""
+    *earlier, last = history.sessions
+    for script in earlier:
+        await replay_session(stubs, history.user_id, script, stats)
+        await compact(stubs, history.user_id, script.session_id, stats)
+    await replay_session(stubs, history.user_id, last, stats)
+    await asyncio.sleep(1.0)  # the index write of the last exchange is asynchronous (~0.3 s)
+    where = Asked(history.user_id, last.session_id, transcript(last, len(last.exchanges)), "continuing")
+    continuing = [ask(stubs, where, q, b) for q in history.questions for b in budgets]
+    answers = await gather_bounded(continuing, concurrency)
+    await compact(stubs, history.user_id, last.session_id, stats)
+    fresh = [
+        ask(stubs, Asked(history.user_id, f"new-{i}", [], "new"), q, b)
+        for i, q in enumerate(history.questions)
+        for b in budgets
+    ]
+    return answers + await gather_bounded(fresh, concurrency)

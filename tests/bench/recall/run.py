@@ -1,0 +1,248 @@
+"""The recall-quality benchmark: evidence recall and assembled tokens per budget, engine vs baselines.
+
+`python -m tests.bench.recall.run [--users 3 --sessions 20] [--openviking-url URL]` starts the
+local stack (or uses the given OpenViking), the three services as separate processes, replays
+the generated histories (tests.bench.recall.dataset) and writes
+`bench-results/recall.{json,md}`. Evidence recall: the share of a question's gold turns whose
+text is in what the model would see (assembled messages, recalled items, system prompt), averaged
+over questions. Latency: Assemble p50 next to one OpenViking `search/find` of the same question,
+in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import tempfile
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+
+import grpc
+import httpx
+from contextengine.v1 import assembly_pb2_grpc, capture_pb2_grpc, compaction_pb2_grpc
+
+from shared.localstack.stack import LocalStack, StackSettings
+from shared.tokens import TokenCounter
+from tests.bench.recall.baselines import Bm25Baseline, RawMessage, newest_first, raw_messages
+from tests.bench.recall.dataset import KINDS, Question, UserHistory, generate
+from tests.bench.recall.replay import (
+    ACCOUNT,
+    Answer,
+    Asked,
+    ReplayStats,
+    Stubs,
+    ask,
+    gather_bounded,
+    run_user,
+)
+from tests.bench.run import start_engine, stop_engine
+
+BUDGETS = (1000, 2000, 4000, 8000)
+FIND_TARGETS = ["viking://~/memories", "viking://~/resources/ce-turns"]
+MODES = ("new", "continuing")
+
+
+def _normal(text: str) -> str:
+    return " ".join(text.split()).lower()
+
+
+def evidence_recall(question: Question, context: str) -> float:
+    shown = _normal(context)
+    hits = sum(1 for e in question.evidence if _normal(e.text)[:100] in shown)
+    return hits / len(question.evidence)
+
+
+def history_messages(history: UserHistory, counter: TokenCounter) -> list[RawMessage]:
+    texts = [t for s in history.sessions for e in s.exchanges for t in (e.user, e.assistant)]
+    return raw_messages(texts, counter)
+
+
+def baseline_rows(histories: Sequence[UserHistory], counter: TokenCounter) -> dict[str, dict[int, float]]:
+    scores: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for history in histories:
+        messages = history_messages(history, counter)
+        bm25 = Bm25Baseline(messages)
+        for question in history.questions:
+            room = lambda budget, q=question: budget - counter.count_message([q.text])  # noqa: E731
+            for budget in BUDGETS:
+                scores["bm25"][budget].append(
+                    evidence_recall(question, "\n".join(bm25.context(question.text, room(budget))))
+                )
+                scores["truncation"][budget].append(
+                    evidence_recall(question, "\n".join(newest_first(messages, room(budget))))
+                )
+    return {name: {b: 100 * statistics.fmean(v) for b, v in per.items()} for name, per in scores.items()}
+
+
+def _mean_recall(answers: Sequence[Answer]) -> float:
+    if not answers:
+        return float("nan")
+    return 100 * statistics.fmean(evidence_recall(a.question, a.text) for a in answers)
+
+
+def engine_rows(answers: Sequence[Answer]) -> dict[str, dict[int, dict[str, float]]]:
+    grouped: dict[tuple[str, int], list[Answer]] = defaultdict(list)
+    for answer in answers:
+        grouped[(answer.mode, answer.budget)].append(answer)
+    rows: dict[str, dict[int, dict[str, float]]] = defaultdict(dict)
+    for (mode, budget), group in grouped.items():
+        rows[mode][budget] = {
+            "recall": _mean_recall(group),
+            "tokens": statistics.median(a.tokens for a in group),
+            "max_over": max(a.tokens - budget for a in group),
+            **{
+                f"recall_{kind}": 100
+                * statistics.fmean(
+                    evidence_recall(a.question, a.text) for a in group if a.question.kind == kind
+                )
+                for kind in KINDS
+                if any(a.question.kind == kind for a in group)
+            },
+        }
+    return rows
+
+
+async def find_latency(
+    openviking_url: str, histories: Sequence[UserHistory], n: int, callers: int
+) -> list[float]:
+    """One plain OpenViking find per question (the same query over the same targets as recall)."""
+    gate = asyncio.Semaphore(callers)
+    async with httpx.AsyncClient(base_url=openviking_url, timeout=60) as http:
+
+        async def one(user_id: str, question: Question) -> float:
+            headers = {"X-OpenViking-Account": ACCOUNT, "X-OpenViking-User": user_id}
+            body = {"query": question.text, "target_uri": FIND_TARGETS, "limit": 10}
+            async with gate:
+                started = time.perf_counter()
+                response = await http.post("/api/v1/search/find", headers=headers, json=body)
+                response.raise_for_status()
+                return time.perf_counter() - started
+
+        return list(await asyncio.gather(*(one(h.user_id, q) for h in histories for q in h.questions[:n])))
+
+
+async def assemble_latency(
+    stubs: Stubs, histories: Sequence[UserHistory], n: int, callers: int
+) -> list[float]:
+    calls = [
+        ask(stubs, Asked(h.user_id, f"lat-{callers}-{i}", [], "new"), q, 4000)
+        for h in histories
+        for i, q in enumerate(h.questions[:n])
+    ]
+    return [a.seconds for a in await gather_bounded(calls, callers)]
+
+
+def p50_ms(values: Sequence[float]) -> float:
+    return round(1000 * statistics.median(values), 1) if values else float("nan")
+
+
+def markdown(report: dict[str, object]) -> str:
+    engine = report["engine"]
+    baselines = report["baselines"]
+    assert isinstance(engine, dict) and isinstance(baselines, dict)
+    head = "| context builder | " + " | ".join(f"{b // 1000}k" for b in BUDGETS) + " |"
+    lines = [
+        "### Evidence recall (%) by budget",
+        "",
+        head,
+        "|---|" + "---:|" * len(BUDGETS),
+    ]
+    for mode in MODES:
+        row = engine.get(mode, {})
+        cells = [f"{row[b]['recall']:.1f}" if b in row else "-" for b in BUDGETS]
+        lines.append(f"| engine, {mode} session | " + " | ".join(cells) + " |")
+    for name, row in baselines.items():
+        lines.append(f"| {name} over raw turns | " + " | ".join(f"{row[b]:.1f}" for b in BUDGETS) + " |")
+    lines += ["", "### Engine by question kind (%), and assembled tokens (median; max over budget)", ""]
+    lines.append("| mode | budget | " + " | ".join(KINDS) + " | tokens | max over |")
+    lines.append("|---|---:|" + "---:|" * (len(KINDS) + 2))
+    for mode in MODES:
+        for budget in BUDGETS:
+            row = engine.get(mode, {}).get(budget)
+            if row:
+                kinds = " | ".join(f"{row.get('recall_' + k, float('nan')):.1f}" for k in KINDS)
+                lines.append(f"| {mode} | {budget} | {kinds} | {row['tokens']:.0f} | {row['max_over']:.0f} |")
+    latency = report["latency"]
+    assert isinstance(latency, dict)
+    lines += [
+        "",
+        "### Latency (same run)",
+        "",
+        "| what | p50 ms |",
+        "|---|---:|",
+        *(f"| {k} | {v} |" for k, v in latency.items()),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+async def run(args: argparse.Namespace, openviking_url: str, log_dir: Path) -> dict[str, object]:
+    histories = generate(seed=args.seed, users=args.users, sessions=args.sessions)
+    counter = TokenCounter("o200k_base")
+    procs = start_engine(openviking_url, log_dir, {"CONTEXT_ENGINE_COMPACT_TURN_THRESHOLD": "1000"})
+    try:
+        channels = {name: grpc.aio.insecure_channel(proc.address) for name, proc in procs.items()}
+        stubs = Stubs(
+            capture_pb2_grpc.CaptureServiceStub(channels["capture"]),
+            assembly_pb2_grpc.AssemblyServiceStub(channels["assembly"]),
+            compaction_pb2_grpc.CompactionServiceStub(channels["compaction"]),
+        )
+        stats = ReplayStats()
+        started = time.perf_counter()
+        per_user = await asyncio.gather(
+            *(run_user(stubs, h, BUDGETS, stats, args.concurrency) for h in histories)
+        )
+        answers = [a for user_answers in per_user for a in user_answers]
+        replay_seconds = time.perf_counter() - started
+        latency = {"AfterTurn during replay": p50_ms(stats.after_turn_seconds)}
+        for callers in (1, 8):
+            finds = await find_latency(openviking_url, histories, args.latency_n, callers)
+            latency[f"OpenViking find ({callers} callers)"] = p50_ms(finds)
+            assembles = await assemble_latency(stubs, histories, args.latency_n, callers)
+            latency[f"Assemble ({callers} callers)"] = p50_ms(assembles)
+        for channel in channels.values():
+            await channel.close()
+    finally:
+        stop_engine(procs)
+    return {
+        "workload": {
+            "users": args.users,
+            "sessions_per_user": args.sessions,
+            "questions": sum(len(h.questions) for h in histories),
+            "seed": args.seed,
+            "replay_seconds": round(replay_seconds, 1),
+        },
+        "engine": engine_rows(answers),
+        "baselines": baseline_rows(histories, counter),
+        "latency": latency,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--users", type=int, default=3)
+    parser.add_argument("--sessions", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--latency-n", type=int, default=30)
+    parser.add_argument("--openviking-url", default="")
+    parser.add_argument("--out", type=Path, default=Path("bench-results"))
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="recall-bench-") as scratch:
+        if args.openviking_url:
+            report = asyncio.run(run(args, args.openviking_url, Path(scratch)))
+        else:
+            with LocalStack(StackSettings.from_env()) as stack:
+                report = asyncio.run(run(args, stack.openviking_url, Path(scratch)))
+    (args.out / "recall.json").write_text(json.dumps(report, indent=2))
+    text = markdown(report)
+    (args.out / "recall.md").write_text(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
