@@ -13,11 +13,11 @@ from services.capture.compaction_client import CompactionStarter
 from services.capture.servicer import CaptureServicer
 from services.capture.transcript import TranscriptWriter
 from services.capture.triggers import TriggerThresholds
-from services.capture.turn_index import TurnIndexWriter
 from services.capture.turns import InflightConfirmer, TurnCapture
 from shared.domain.documents import DocumentStore
 from shared.domain.identity import RequestIdentity
 from shared.domain.stream_state import StreamState, StreamStateStore
+from shared.domain.turn_index_writer import TurnIndexWriter
 from shared.openviking.client import OpenVikingClient
 from shared.runtime.context import ServiceContext
 from shared.runtime.server import ServiceSpec

@@ -16,10 +16,10 @@ from services.capture.decision import capture_decision
 from services.capture.injections import CleanedMessage, clean_transcript
 from services.capture.transcript import Candidate, ClaimPlan, TranscriptWriter, WriteResult
 from services.capture.triggers import TriggerThresholds, fired_trigger
-from services.capture.turn_index import TurnIndexWriter
 from shared.domain.identity import RequestIdentity
 from shared.domain.stream_state import StreamState, StreamStateStore, utc_now
 from shared.domain.turn_index import IndexedMessage
+from shared.domain.turn_index_writer import TurnIndexWriter
 from shared.tokens import TokenCounter
 
 log = logging.getLogger(__name__)

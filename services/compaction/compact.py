@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from contextengine.v1 import common_pb2, compaction_pb2
 
-from services.compaction.transcript import newest_turns
+from services.compaction.transcript import newest_turns, session_turns
 from shared.config import Settings
 from shared.domain.checkpoints import (
     CheckpointRecord,
@@ -38,6 +38,7 @@ from shared.domain.documents import DocumentStore
 from shared.domain.envelope import texts_of
 from shared.domain.identity import RequestIdentity
 from shared.domain.stream_state import InflightCompaction, StreamState, StreamStateStore, session_id_for
+from shared.domain.turn_index_writer import TurnIndexWriter
 from shared.errors import Aborted, BackendError, BackendNotFound, BackendTimeout
 from shared.openviking.client import OpenVikingClient
 from shared.openviking.tenant import Tenant
@@ -128,6 +129,7 @@ class Compactor:
         self._states = StreamStateStore(documents)
         self._checkpoints = CheckpointStore(documents)
         self._documents = documents
+        self._index = TurnIndexWriter(openviking)
 
     @staticmethod
     def _switch(state: StreamState, checkpoint_id: str, force: bool) -> StreamState | bool | None:
@@ -219,6 +221,7 @@ class Compactor:
         )
         await self._checkpoints.create(tenant, record, deadline=deadline)
         tokens_before = request.current_token_count or claim.tokens_before
+        await self._index_before_commit(tenant, claim.session_id, deadline)
         try:
             result = await self._ov.commit_session(
                 tenant,
@@ -262,6 +265,18 @@ class Compactor:
         return await self._working_context(
             tenant, state, record, model=request.model, tokens_before=tokens_before, deadline=deadline
         )
+
+    async def _index_before_commit(self, tenant: Tenant, session_id: str, deadline: float) -> None:
+        """Every exchange of the session findable before it is archived (capture's index writes may
+        have failed); a failure here is logged and never blocks the commit."""
+        try:
+            turns = await session_turns(self._ov, tenant, session_id, deadline=deadline)
+            written = await self._index.catch_up(tenant, session_id, turns, deadline=deadline)
+        except Exception as exc:
+            log.warning("turn index catch-up for session %s failed: %s", session_id, type(exc).__name__)
+            return
+        if written:
+            log.info("turn index: %d exchange(s) of session %s indexed at compaction", written, session_id)
 
     async def _remove_document(
         self, tenant: Tenant, checkpoint_id: str, stream_id: str, deadline: float

@@ -1,10 +1,10 @@
-"""Capture's half of the turn index (shared.domain.turn_index): write what was just persisted.
+"""Writes the turn index (shared.domain.turn_index).
 
-One `batch-write` per write, `wait=false` and `vectors_only`: OpenViking returns in ~20 ms and
-the exchange is findable a fraction of a second later. The documents' URIs are deterministic, so
-a rewrite (retry, catch-up at compaction) replaces instead of duplicating. A failed index write
-never fails the turn: the messages are already stored, and compaction re-indexes the session
-(`index_session`) before it archives it.
+Capture indexes what each write just persisted (`add`): one `batch-write`, `wait=false` and
+`vectors_only`, so OpenViking returns in ~20 ms and the exchange is findable a fraction of a
+second later. A failed index write never fails the turn: the messages are already stored, and
+compaction indexes whatever of the session is missing (`catch_up`) before it archives it. The
+documents' URIs are deterministic, so a rewrite replaces instead of duplicating.
 """
 
 from __future__ import annotations
@@ -14,12 +14,14 @@ import logging
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
+from shared.domain.envelope import PersistedTurn
 from shared.domain.stream_state import utc_now
 from shared.domain.turn_index import (
     TURN_INDEX_ROOT,
     TURN_TAG,
     IndexedMessage,
     TurnDocument,
+    session_index_uri,
     turn_documents,
 )
 from shared.errors import BackendConflict, BackendInvalidArgument, BackendNotFound
@@ -27,6 +29,9 @@ from shared.openviking.client import OpenVikingClient
 from shared.openviking.tenant import Tenant
 
 log = logging.getLogger(__name__)
+
+MAX_LISTED = 1_000_000
+"""ls node_limit when listing one session's documents (all of them)."""
 
 
 class TurnIndexWriter:
@@ -57,12 +62,32 @@ class TurnIndexWriter:
             return 0
         return len(documents)
 
-    async def write_documents(
-        self, tenant: Tenant, documents: Sequence[TurnDocument], *, deadline: float | None = None
-    ) -> None:
-        """Write (replace) `documents`; raises on failure."""
-        if documents:
-            await self._write(tenant, documents, deadline)
+    async def catch_up(
+        self,
+        tenant: Tenant,
+        session_id: str,
+        turns: Sequence[PersistedTurn],
+        *,
+        deadline: float | None = None,
+    ) -> int:
+        """Index the exchanges of `turns` (one session's, stored) that have no document yet; the
+        number written. Raises on failure (the caller decides whether that matters)."""
+        try:
+            listing = await self._ov.ls(
+                tenant, session_index_uri(session_id), node_limit=MAX_LISTED, deadline=deadline
+            )
+            present = {entry.uri.rsplit("/", 1)[-1] for entry in listing.entries}
+        except BackendNotFound:
+            present = set()
+        messages = [IndexedMessage(t.sequence, t.message) for t in sorted(turns, key=lambda t: t.sequence)]
+        missing = [
+            d
+            for d in turn_documents(session_id, messages, self._clock())
+            if d.uri.rsplit("/", 1)[-1] not in present
+        ]
+        if missing:
+            await self._write(tenant, missing, deadline)
+        return len(missing)
 
     async def _write(self, tenant: Tenant, documents: Sequence[TurnDocument], deadline: float | None) -> None:
         operations: list[dict[str, object]] = [
