@@ -31,7 +31,7 @@ from services.assembly.fusion import reciprocal_rank_fusion
 from services.assembly.injection import MemoryForInjection
 from services.assembly.ports import MemorySearch
 from shared.config import Settings
-from shared.domain.turn_index import TURN_INDEX_ROOT, document_date, is_turn_uri
+from shared.domain.turn_index import TURN_INDEX_ROOT, document_date, is_turn_uri, said_from_tags
 from shared.errors import BackendNotFound, ContextEngineError
 from shared.openviking.models.search import FindResult, GrepResult, SearchHit
 from shared.openviking.tenant import Tenant
@@ -121,7 +121,9 @@ class RecalledItem:
 
     @property
     def said_at(self) -> str:
-        return document_date(self.candidate.body) if self.candidate.kind == "turn" else ""
+        """When it was said: a turn's first line, a stored memory's `said=` tag ("" if unknown)."""
+        c = self.candidate
+        return document_date(c.body) if c.kind == "turn" else said_from_tags(c.tags)
 
     def for_injection(self) -> MemoryForInjection:
         c = self.candidate

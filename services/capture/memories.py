@@ -15,10 +15,13 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from contextengine.v1 import packet_pb2
 
 from shared.domain.identity import RequestIdentity
+from shared.domain.stream_state import utc_now
+from shared.domain.turn_index import said_tag
 from shared.errors import BackendNotFound, InvalidArgument, PermissionDenied
 from shared.openviking.client import OpenVikingClient
 from shared.openviking.models.search import SearchHit
@@ -74,8 +77,13 @@ def tag_value(value: str) -> str:
     return _UNSAFE_TAG_CHARS.sub("_", value.lower()).strip("_") or "none"
 
 
-def memory_tags(identity: RequestIdentity, category: str) -> list[str]:
-    tags = ["source=memory_store", f"agent={tag_value(identity.agent_id)}", f"category={category}"]
+def memory_tags(identity: RequestIdentity, category: str, said: datetime) -> list[str]:
+    tags = [
+        "source=memory_store",
+        f"agent={tag_value(identity.agent_id)}",
+        f"category={category}",
+        said_tag(said),
+    ]
     if identity.session_id:
         tags.append(f"session={tag_value(identity.session_id)}")
     return tags
@@ -110,7 +118,12 @@ async def store_memory(
     except BackendNotFound:
         pass
     result = await ov.write(
-        identity.tenant, uri, text, wait=True, tags=memory_tags(identity, category), deadline=deadline
+        identity.tenant,
+        uri,
+        text,
+        wait=True,
+        tags=memory_tags(identity, category, utc_now()),
+        deadline=deadline,
     )
     return StoredMemory(uri=result.uri, created=True)
 

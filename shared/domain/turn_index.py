@@ -92,6 +92,23 @@ def format_when(when: datetime) -> str:
     return when.astimezone(UTC).strftime("%Y-%m-%d %H:%M")
 
 
+SAID_TAG_KEY = "said"
+"""Tag carrying when a stored memory was said: `said=YYYYMMDDHHMM` (UTC; tags are lower-cased)."""
+
+
+def said_tag(when: datetime) -> str:
+    return f"{SAID_TAG_KEY}={when.astimezone(UTC):%Y%m%d%H%M}"
+
+
+def said_from_tags(tags: Sequence[str]) -> str:
+    """`YYYY-MM-DD HH:MM` from a `said=` tag, "" without one."""
+    for tag in tags:
+        key, _, value = tag.partition("=")
+        if key == SAID_TAG_KEY and len(value) == 12 and value.isdigit():
+            return f"{value[:4]}-{value[4:6]}-{value[6:8]} {value[8:10]}:{value[10:]}"
+    return ""
+
+
 def said_at(message: common_pb2.ConversationMessage, fallback: datetime) -> datetime:
     return message.timestamp.ToDatetime(tzinfo=UTC) if message.HasField("timestamp") else fallback
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from contextengine.v1 import common_pb2, packet_pb2
 
@@ -15,6 +17,7 @@ from services.capture.memories import (
     unambiguous_match,
 )
 from shared.domain.identity import RequestIdentity
+from shared.domain.turn_index import said_from_tags
 from shared.errors import InvalidArgument, PermissionDenied
 from shared.openviking.models.search import SearchHit
 from shared.openviking.tenant import Tenant
@@ -114,12 +117,15 @@ def test_memory_uri_is_stable_and_scoped() -> None:
 
 
 def test_memory_tags_are_lower_case_and_safe() -> None:
-    assert memory_tags(ALICE, "notes") == [
+    said = datetime(2026, 3, 4, 14, 5, tzinfo=UTC)
+    assert memory_tags(ALICE, "notes", said) == [
         "source=memory_store",
         "agent=main-bot",
         "category=notes",
+        "said=202603041405",
         "session=sess_1_x",
     ]
+    assert said_from_tags(memory_tags(ALICE, "notes", said)) == "2026-03-04 14:05"
 
 
 @pytest.mark.parametrize(

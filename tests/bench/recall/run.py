@@ -17,6 +17,7 @@ import json
 import statistics
 import tempfile
 import time
+import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -181,6 +182,9 @@ def markdown(report: dict[str, object]) -> str:
 
 async def run(args: argparse.Namespace, openviking_url: str, log_dir: Path) -> dict[str, object]:
     histories = generate(seed=args.seed, users=args.users, sessions=args.sessions)
+    run_tag = uuid.uuid4().hex[:6]
+    for history in histories:  # a rerun over kept data must not see the earlier run's streams
+        history.user_id = f"{history.user_id}-{run_tag}"
     counter = TokenCounter("o200k_base")
     procs = start_engine(openviking_url, log_dir, {"CONTEXT_ENGINE_COMPACT_TURN_THRESHOLD": "1000"})
     try:
