@@ -2,9 +2,10 @@
 
 1. the query (`recall_query`): the prompt drives it;
 2. candidates per source, fetched concurrently:
-   - *memories*: one semantic `find` over the user's memories **and** the turn index (the query
-     is embedded once), then the upstream memory rules (design §3.1): level 2 only, other
-     agents' memories dropped, score threshold, category+abstract dedupe, query-aware ranking;
+   - *memories*: one semantic `find` over the user's memories, the turn index included (the
+     query is embedded once; every hit carries its text), then the upstream memory rules
+     (design §3.1): level 2 only, other agents' memories dropped, score threshold,
+     category+abstract dedupe, query-aware ranking;
    - *turns, semantic*: the same find's turn-index documents above the threshold;
    - *turns, lexical*: `search/grep` over the turn index ranked with BM25 (`lexical`);
 3. one ranking: reciprocal-rank fusion of the three lists (`fusion`);
@@ -330,7 +331,7 @@ def turn_candidate(uri: str, body: str, score: float) -> Candidate:
 def semantic_turns(hits: Sequence[SearchHit], threshold: float) -> list[Candidate]:
     """The find's turn-index documents above `threshold`, best first."""
     return [
-        turn_candidate(hit.uri, hit.content or hit.abstract, hit.score)
+        turn_candidate(hit.uri, hit.abstract, hit.score)
         for hit in hits
         if hit.level == 2 and is_turn_uri(hit.uri) and hit.score >= threshold
     ]
@@ -379,8 +380,8 @@ async def recall_memories(
     outcome = RecallOutcome(query)
     terms = lexical.content_terms(query)
     semantic_call = client.find(
-        tenant, query, target_uri=[USER_MEMORIES_URI, TURN_INDEX_ROOT], limit=TURN_CANDIDATES,
-        score_threshold=0.0, read_content=True, deadline=deadline,
+        tenant, query, target_uri=USER_MEMORIES_URI, limit=TURN_CANDIDATES, score_threshold=0.0,
+        deadline=deadline,
     )  # fmt: skip
     lexical_call = client.grep(
         tenant, TURN_INDEX_ROOT, lexical.grep_pattern(terms), case_insensitive=True,
@@ -392,10 +393,11 @@ async def recall_memories(
         _leg("recall.lexical", lexical_call, deadline, outcome) if lexical_call else _nothing(),
     )
     found = found or FindResult()
-    memories = [c for c in merge_candidates([found.memories], agent_id) if c.uri not in exclude_uris]
+    stored = [hit for hit in found.memories if not is_turn_uri(hit.uri)]
+    memories = [c for c in merge_candidates([stored], agent_id) if c.uri not in exclude_uris]
     selected = select_candidates(memories, config.score_threshold, config.candidate_limit)
     ranked_memories = [c for c, _ in rank_candidates(selected, query)[: config.limit]]
-    dense = semantic_turns(found.resources, config.score_threshold)
+    dense = semantic_turns(found.memories, config.score_threshold)
     matched = lexical_turns(terms, grepped, dense) if grepped is not None else []
     by_uri = {c.uri: c for c in [*matched, *dense, *ranked_memories]}
     fused = reciprocal_rank_fusion(

@@ -2,10 +2,15 @@
 
 OpenViking never vector-indexes session messages or archives, so without an LLM nothing said in
 conversation could be recalled. Capture therefore also writes each *exchange* (a user message
-and the assistant/tool messages after it, as delivered by one write) as one document under the
-user's own resources:
+and the assistant/tool messages after it, as delivered by one write) as one document in a folder
+of the engine's own under the user's memories:
 
-    viking://user/<user>/resources/ce-turns/<OpenViking session id>/<first sequence>.md
+    viking://user/<user>/memories/ce-turns/<OpenViking session id>/<first sequence>.md
+
+Under `memories/` because OpenViking returns a memory file's whole text as its `abstract` (up to
+a few kB), so one `find` over `viking://~/memories` yields memories and exchanges with their text,
+without `read_content` (which costs ~0.8 ms per hit); a folder of its own keeps the extractor's
+typed folders (preferences, entities, ...) apart.
 
 The unit is the exchange, not the message: a fact the user states is usually restated or
 answered by the assistant, and either half finding the exchange brings both. Each line is one
@@ -27,7 +32,7 @@ from contextengine.v1 import common_pb2
 from shared.domain.messages import plain_text, tool_call_ids
 
 TURN_INDEX_DIR = "ce-turns"
-TURN_INDEX_ROOT = f"viking://~/resources/{TURN_INDEX_DIR}"
+TURN_INDEX_ROOT = f"viking://~/memories/{TURN_INDEX_DIR}"
 TURN_TAG = "ce=turn"
 MAX_MESSAGE_CHARS = 1200
 """Longest text a message contributes to the document (tool outputs are cut; expand has all)."""
@@ -39,7 +44,7 @@ _ROLE_LABEL = {
     common_pb2.MESSAGE_ROLE_SYSTEM: "system",
 }
 _URI = re.compile(
-    rf"^viking://(?:~|user/(?P<user>[^/]+))/resources/{TURN_INDEX_DIR}/(?P<session>[^/]+)/(?P<seq>\d{{7}})\.md$"
+    rf"^viking://(?:~|user/(?P<user>[^/]+))/memories/{TURN_INDEX_DIR}/(?P<session>[^/]+)/(?P<seq>\d{{7}})\.md$"
 )
 _LINE = re.compile(r"^\[(?P<date>\d{4}-\d\d-\d\d \d\d:\d\d)\] (?P<role>user|assistant|tool|system): ")
 

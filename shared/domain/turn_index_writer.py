@@ -1,7 +1,7 @@
 """Writes the turn index (shared.domain.turn_index).
 
-Capture indexes what each write just persisted (`add`): one `batch-write`, `wait=false` and
-`vectors_only`, so OpenViking returns in ~20 ms and the exchange is findable a fraction of a
+Capture indexes what each write just persisted (`add`): one `batch-write` with `wait=false`, so
+OpenViking returns in ~20 ms and the exchange is findable a fraction of a
 second later. A failed index write never fails the turn: the messages are already stored, and
 compaction indexes whatever of the session is missing (`catch_up`) before it archives it. The
 documents' URIs are deterministic, so a rewrite replaces instead of duplicating.
@@ -109,6 +109,5 @@ class TurnIndexWriter:
             TURN_INDEX_ROOT,
             operations,
             wait=False,
-            processing_mode="vectors_only",
             deadline=deadline,
         )

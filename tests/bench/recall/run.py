@@ -43,7 +43,7 @@ from tests.bench.recall.replay import (
 from tests.bench.run import start_engine, stop_engine
 
 BUDGETS = (1000, 2000, 4000, 8000)
-FIND_TARGETS = ["viking://~/memories", "viking://~/resources/ce-turns"]
+FIND_TARGET = "viking://~/memories"
 MODES = ("new", "continuing")
 
 
@@ -116,7 +116,7 @@ async def find_latency(
 
         async def one(user_id: str, question: Question) -> float:
             headers = {"X-OpenViking-Account": ACCOUNT, "X-OpenViking-User": user_id}
-            body = {"query": question.text, "target_uri": FIND_TARGETS, "limit": 10}
+            body = {"query": question.text, "target_uri": FIND_TARGET, "limit": 80}
             async with gate:
                 started = time.perf_counter()
                 response = await http.post("/api/v1/search/find", headers=headers, json=body)
