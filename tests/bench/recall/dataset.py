@@ -237,7 +237,7 @@ def _ticket(rng: random.Random, name: str) -> _Fact:
         f"What's the incident reference for when {system} went down?",
         ticket,
         "exact",
-        f"the {system} outage",
+        f"when {system} went down",
     )
 
 
@@ -249,7 +249,7 @@ def _host(rng: random.Random, name: str) -> _Fact:
         f"Which machine hosts the {system} staging DB at the moment?",
         host,
         "exact",
-        f"the {system} database migration",
+        f"moving the {system} DB to a new machine",
     )
 
 
@@ -333,7 +333,7 @@ def _questions(rng: random.Random, planted: list[_Planted], scripts: list[Sessio
         questions.append(
             Question(
                 "temporal",
-                f"When was it that I told you about {p.fact.event}?",
+                f"On what date did we talk about {p.fact.event}?",
                 when.date().isoformat(),
                 (p.evidence,),
             )
