@@ -70,8 +70,13 @@ run: install ## Start the local stack (embeddings, OpenViking, the three service
 	$(PY) -m shared.localstack.demo
 
 .PHONY: bench
-bench: install ## Run the benchmark against the local stack and write bench-results/
+bench: install ## Run the benchmarks (load, then recall quality) against the local stack; write bench-results/
 	$(PY) -m tests.bench.run
+	$(PY) -m tests.bench.recall.run
+
+.PHONY: bench-recall
+bench-recall: install ## Only the recall-quality benchmark (evidence recall per budget vs BM25 and truncation)
+	$(PY) -m tests.bench.recall.run
 
 .PHONY: clean-data
 clean-data: ## Wipe the local stack's data (OpenViking workspace, logs); keeps the installed runtimes
