@@ -254,6 +254,12 @@ def _recent_texts(turns: Sequence[Turn]) -> list[str]:
     return [t for turn in turns for m in turn.messages if len(t := _normal(plain_text(m))) >= 12]
 
 
+def _not_shown(memories: Sequence[MemoryForInjection], raw: Sequence[Turn]) -> list[int]:
+    """Indexes of the items that are not raw exchanges already among `raw` (best first)."""
+    shown = _recent_texts(raw)
+    return [i for i, m in enumerate(memories) if not _is_shown(m, shown)]
+
+
 def _is_shown(memory: MemoryForInjection, shown: Sequence[str]) -> bool:
     """A recalled raw exchange whose messages the context already shows raw."""
     if memory.kind != "turn":
@@ -305,6 +311,14 @@ class _Fill:
             self.recall_tokens += added
             self.room -= added
 
+    def forget_shown(self) -> None:
+        """Drop kept items that are no longer eligible (their exchange is now shown raw)."""
+        for index in [i for i in self.kept if i not in self.eligible]:
+            self.kept.remove(index)
+            added = self.costs.items[index] + (0 if self.kept else self.costs.base)
+            self.recall_tokens -= added
+            self.room += added
+
     def raw_turns(
         self, turns: Sequence[Turn], count: MessageTokens, limit: int, pointer: Pointer | None
     ) -> bool:
@@ -349,11 +363,11 @@ def pack_context(
     summaries_kept = _fit_summaries(summaries, count, room - profile_tokens)
     summary_tokens = count.total(_summary_messages(summaries_kept))
     costs = _RecallCosts(recall, count)
-    shown = _recent_texts([*window, *newest])
+    memories = list(recall.memories) if recall else []
     fill = _Fill(
         room=room - profile_tokens - summary_tokens,
         costs=costs,
-        eligible=[i for i, m in enumerate(recall.memories if recall else []) if not _is_shown(m, shown)],
+        eligible=_not_shown(memories, [*window, *newest]),
         cap=recall_cap or budget,
         raw=list(newest),
         kept=[],
@@ -361,9 +375,14 @@ def pack_context(
     limit = elision_limit(budget)
     fill.recall(int(budget * recall_share))
     whole_window = fill.raw_turns(window, count, limit, pointer)
+    fill.eligible = _not_shown(memories, fill.raw)  # exchanges of window turns that did not fit
     fill.recall(budget)
     if not summaries and whole_window:
         fill.raw_turns(older, count, limit, pointer)
+        fill.eligible = _not_shown(memories, fill.raw)
+        fill.forget_shown()
+        fill.recall(budget)
+    fill.kept.sort()  # best first, whichever fill added them
     # The per-item costs are close, not exact: trim until the exact total fits.
     fixed = summary_tokens + profile_tokens
     while (

@@ -81,7 +81,8 @@ async def test_memories_recalled_for_their_user_only(ov: OpenVikingClient) -> No
     assert result.role == common_pb2.MESSAGE_ROLE_TOOL_RESULT and tr.tool_call_id == tool_call.id
     payload = json.loads(tr.content[0].text.text)
     assert payload["source"] == "openviking-auto-recall"
-    assert set(payload["memories"][0]) == {"uri", "category", "content", "score"}
+    assert set(payload["memories"][0]) == {"kind", "uri", "category", "content", "score"}
+    assert payload["memories"][0]["kind"] == "memory"
     assert call.id.startswith("ce-injected-") and result.id.startswith("ce-injected-")
     # Bob never sees Alice's memories.
     assert not bob.packet.degraded, bob.packet.degraded_reasons

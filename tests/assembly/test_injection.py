@@ -38,9 +38,24 @@ def test_injected_pair_shape() -> None:
     tr = result.content[0].tool_result
     assert (tr.tool_call_id, tr.tool_name, len(tr.content)) == ("abcDEF123", "memory_recall_auto", 1)
     assert json.loads(tr.content[0].text.text) == {
-        "memories": [{"uri": memories[0].uri, "category": "p", "content": "likes tea", "score": 0.8123}],
+        "memories": [
+            {
+                "kind": "memory",
+                "uri": memories[0].uri,
+                "category": "p",
+                "content": "likes tea",
+                "score": 0.8123,
+            }
+        ],
         "source": "openviking-auto-recall",
     }
+    # A recalled raw exchange says so, and when it was said.
+    turn = MemoryForInjection(
+        "viking://~/resources/ce-turns/s/0000001.md", "conversation", "u: hi", 0.5, "turn", "2025-01-02 10:00"
+    )
+    _, turn_result = injected_recall_pair("tea?", [turn], "abcDEF123")
+    shown = json.loads(turn_result.content[0].tool_result.content[0].text.text)["memories"][0]
+    assert (shown["kind"], shown["said_at"]) == ("turn", "2025-01-02 10:00")
     for message in (call, result):
         assert message.id.startswith("ce-injected-")
         assert json.loads(message.host_fields.json) == {"contextengine_injected": "memory_recall_auto"}

@@ -7,6 +7,7 @@ import pytest
 from contextengine.v1 import packet_pb2
 
 from services.assembly.recall import (
+    TURN_CANDIDATES,
     Candidate,
     RecallConfig,
     RecalledItem,
@@ -166,23 +167,26 @@ async def test_recall_end_to_end_against_openviking(
     scopes = {i.candidate.uri.rsplit("/", 1)[1]: i.candidate.scope for i in outcome.items}
     assert scopes["main.md"] == packet_pb2.MEMORY_SCOPE_AGENT
     assert scopes["editor.md"] == packet_pb2.MEMORY_SCOPE_USER
+    # One find over the user's memories, turn index included (the query embedded once), texts
+    # included; the agent filter applies to its hits (no second, tagged find).
     finds = transport.finds()
-    assert len(finds) == 2 and all(f["limit"] == 24 and f["target_uri"] == MEM for f in finds)
-    assert sorted(str(f.get("tags")) for f in finds) == ["None", "['agent=main']"]
-    # Abstracts preferred: no body read; the long note is cut to the per-item limit.
+    assert len(finds) == 1
+    assert finds[0]["target_uri"] == MEM and finds[0]["limit"] == TURN_CANDIDATES
+    assert not finds[0].get("tags")
     assert not [r for r in transport.requests if r.path == "/api/v1/content/read"]
+    # Abstracts preferred: the long note's abstract is cut to the per-item limit.
     notes = outcome.items[1]
     assert len(notes.content) == 100 and notes.content.endswith("...")
 
-    # Bodies instead of abstracts: the L2 files are read, and truncated the same way.
+    # Bodies instead of abstracts: they come with the find (no reads), truncated the same way.
     transport.requests.clear()
     bodies = await recall_memories(
         ov, tenant=tenant, agent_id="main", query="which editor do I prefer",
         config=config(max_content_chars=100, prefer_abstract=False), counter=COUNTER,
         deadline=time.monotonic() + 30,
     )  # fmt: skip
-    read = [r for r in transport.requests if r.path == "/api/v1/content/read"]
-    assert len(read) == len(bodies.items) == 3
+    assert not [r for r in transport.requests if r.path == "/api/v1/content/read"]
+    assert len(transport.finds()) == 1 and len(bodies.items) == 3
     main = next(i for i in bodies.items if i.candidate.uri.endswith("/notes/main.md"))
     assert main.content == ("body " * 300)[:97].rstrip() + "..."
     # The score threshold applies to what OpenViking returns.

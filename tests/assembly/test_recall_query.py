@@ -28,11 +28,35 @@ def test_skip_rules(text: str, reason: str) -> None:
     assert skip_reason_for(text) == reason
 
 
-def test_query_uses_last_window_user_turns() -> None:
-    messages = [user(f"topic number {i} about databases") for i in range(8)]
-    query = recall_query_from_window(messages, 3, "")
-    assert query.skip_reason == ""
-    assert query.query.splitlines() == [f"topic number {i} about databases" for i in (5, 6, 7)]
+def test_prompt_is_the_query_in_a_continuing_session() -> None:
+    # A long window of earlier user turns does not enter the query: the prompt alone drives it.
+    history = [m for i in range(8) for m in (user(f"topic number {i} about databases"), assistant("ok"))]
+    prompt = "which postgres version did we pick for the billing cluster"
+    query = recall_query_from_window([*history, user(prompt)], 5, prompt)
+    assert query.skip_reason == "" and query.query == prompt
+    # Same when the prompt is not yet in the transcript, or given only as the newest user turn.
+    assert recall_query_from_window(history, 5, prompt).query == prompt
+    newest = recall_query_from_window([*history, user("topic number 9 about storage engines")], 5)
+    assert newest.query == "topic number 9 about storage engines"
+
+
+def test_thin_follow_up_borrows_the_previous_turn_only() -> None:
+    messages = [
+        user("tell me about the acme invoice dispute"),
+        assistant("it is about invoice 4821"),
+        user("who is the billing contact at globex"),
+        assistant("Dana"),
+        user("thanks!"),
+        assistant("you are welcome"),
+    ]
+    # Fewer than three content words: the newest earlier non-greeting user turn gives the context.
+    thin = recall_query_from_window(messages, 5, "and what about her?")
+    assert thin.query == "who is the billing contact at globex\nand what about her?"
+    # Outside the window there is nothing to borrow.
+    assert recall_query_from_window(messages, 1, "and what about her?").query == "and what about her?"
+    # A prompt with enough content words stands alone.
+    full = recall_query_from_window(messages, 5, "what did dana say about the globex renewal")
+    assert full.query == "what did dana say about the globex renewal"
 
 
 def test_prompt_joins_window_when_not_yet_in_transcript() -> None:
