@@ -7,7 +7,10 @@
      (design §3.1): level 2 only, other agents' memories dropped, score threshold,
      category+abstract dedupe, query-aware ranking;
    - *turns, semantic*: the same find's turn-index documents above the threshold;
-   - *turns, lexical*: `search/grep` over the turn index ranked with BM25 (`lexical`);
+   - *turns, lexical*: BM25 (`lexical`) over the semantic pool's exchanges (`candidates`, the
+     default: no extra call), or over every exchange `search/grep` finds (`grep`: exact over the
+     whole index, but OpenViking scans files, O(exchanges) per call), or none (`off`)
+     (`recallLexicalSource`);
 3. one ranking: reciprocal-rank fusion of the three lists (`fusion`);
 4. items: abstract or body, dated, truncated, bounded by the recall token cap; packing then
    decides how many fit the request's budget.
@@ -46,8 +49,9 @@ PREFERENCE_BONUS = 0.08
 MAX_OVERLAP_BONUS = 0.2
 QUERY_TOKEN_LIMIT = 8
 TURN_CATEGORY = "conversation"
-TURN_CANDIDATES = 80
-"""Candidates per source: enough to fill an 8k-token budget with short exchanges."""
+TURN_CANDIDATES = 200
+"""Semantic pool: enough to fill an 8k-token budget and to give BM25 a corpus (a larger `limit`
+costs find almost nothing: ~36 ms at 20, ~41 ms at 80)."""
 EVENT_CATEGORIES = frozenset({"events", "cases"})
 """Categories deduplicated by uri only (distinct events may share an abstract)."""
 
@@ -79,6 +83,8 @@ class RecallConfig:
     score_threshold: float
     max_content_chars: int
     prefer_abstract: bool
+    lexical_source: str
+    """`candidates`, `grep` or `off` (recallLexicalSource)."""
     token_budget: int
     """Cap on the recalled items' lines (0: no cap; packing fits them into the request's budget)."""
 
@@ -89,6 +95,7 @@ class RecallConfig:
             score_threshold=settings.recall_score_threshold,
             max_content_chars=settings.recall_max_content_chars,
             prefer_abstract=settings.recall_prefer_abstract,
+            lexical_source=settings.recall_lexical_source,
             token_budget=settings.recall_token_budget,
         )
 
@@ -338,10 +345,13 @@ def semantic_turns(hits: Sequence[SearchHit], threshold: float) -> list[Candidat
 
 
 def lexical_turns(
-    terms: Sequence[str], result: GrepResult, background: Sequence[Candidate]
+    terms: Sequence[str], pool: Sequence[Candidate], grepped: GrepResult | None
 ) -> list[Candidate]:
-    """The grep matches in BM25 order."""
-    ranked = lexical.rank(terms, lexical.documents(result), [c.body for c in background])
+    """BM25 order of the grep matches (when grep ran), else of the semantic pool's exchanges."""
+    if grepped is not None:
+        ranked = lexical.rank(terms, lexical.documents(grepped), [c.body for c in pool])
+    else:
+        ranked = lexical.rank(terms, {c.uri: c.body for c in pool}, [])
     return [turn_candidate(hit.uri, hit.content, 0.0) for hit in ranked if is_turn_uri(hit.uri)]
 
 
@@ -387,7 +397,7 @@ async def recall_memories(
         tenant, TURN_INDEX_ROOT, lexical.grep_pattern(terms), case_insensitive=True,
         node_limit=lexical.MATCH_LIMIT, before_context=lexical.CONTEXT_LINES,
         after_context=lexical.CONTEXT_LINES, deadline=deadline,
-    ) if terms else None  # fmt: skip
+    ) if terms and config.lexical_source == "grep" else None  # fmt: skip
     found, grepped = await asyncio.gather(
         _leg("recall.semantic", semantic_call, deadline, outcome),
         _leg("recall.lexical", lexical_call, deadline, outcome) if lexical_call else _nothing(),
@@ -398,7 +408,7 @@ async def recall_memories(
     selected = select_candidates(memories, config.score_threshold, config.candidate_limit)
     ranked_memories = [c for c, _ in rank_candidates(selected, query)[: config.limit]]
     dense = semantic_turns(found.memories, config.score_threshold)
-    matched = lexical_turns(terms, grepped, dense) if grepped is not None else []
+    matched = lexical_turns(terms, dense, grepped) if config.lexical_source != "off" else []
     by_uri = {c.uri: c for c in [*matched, *dense, *ranked_memories]}
     fused = reciprocal_rank_fusion(
         [[c.uri for c in ranked_memories], [c.uri for c in dense], [c.uri for c in matched]]

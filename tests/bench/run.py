@@ -39,7 +39,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -283,13 +283,15 @@ class EngineProcess:
         return f"127.0.0.1:{self.port}"
 
 
-def start_engine(openviking_url: str, log_dir: Path, extra_env: dict[str, str]) -> dict[str, EngineProcess]:
-    ports = {name: free_port() for name in SERVICES}
+def start_engine(
+    openviking_url: str, log_dir: Path, extra_env: dict[str, str], services: Sequence[str] = SERVICES
+) -> dict[str, EngineProcess]:
+    ports = {name: free_port() for name in services}
     env = dict(os.environ)
     env.update(
         {
             "CONTEXT_ENGINE_BASE_URL": openviking_url,
-            "CONTEXT_ENGINE_COMPACTION_TARGET": f"127.0.0.1:{ports['compaction']}",
+            "CONTEXT_ENGINE_COMPACTION_TARGET": f"127.0.0.1:{ports.get('compaction', 0)}",
             "PYTHONUNBUFFERED": "1",
         }
     )
@@ -297,8 +299,8 @@ def start_engine(openviking_url: str, log_dir: Path, extra_env: dict[str, str]) 
         env.pop(key)
     env.update(extra_env)
     procs: dict[str, EngineProcess] = {}
-    for name in SERVICES:
-        log_path = log_dir / f"engine-{name}.log"
+    for name in services:
+        log_path = log_dir / f"engine-{name}-{ports[name]}.log"
         handle = log_path.open("wb")
         process = subprocess.Popen(
             [sys.executable, "-m", "shared.runtime.main", "--service", name, "--port", str(ports[name])],

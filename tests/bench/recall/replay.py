@@ -40,6 +40,8 @@ class Answer:
     """What one Assemble returned for one question at one budget."""
 
     question: Question
+    variant: str
+    """Which assembly configuration answered (e.g. the lexical source)."""
     mode: str
     budget: int
     text: str
@@ -125,7 +127,7 @@ async def compact(stubs: Stubs, user_id: str, session_id: str, stats: ReplayStat
     stats.compact_seconds.append(time.perf_counter() - started)
 
 
-async def ask(stubs: Stubs, where: Asked, question: Question, budget: int) -> Answer:
+async def ask(stubs: Stubs, where: Asked, question: Question, budget: int, variant: str = "") -> Answer:
     prompt = message(Role.MESSAGE_ROLE_USER, question.text, f"q-{where.mode}-{budget}")
     started = time.perf_counter()
     response = await stubs.assembly.Assemble(  # type: ignore[attr-defined]
@@ -138,7 +140,8 @@ async def ask(stubs: Stubs, where: Asked, question: Question, budget: int) -> An
         timeout=60,
     )
     seconds = time.perf_counter() - started
-    return Answer(question, where.mode, budget, assembled_text(response), response.estimated_tokens, seconds)
+    text = assembled_text(response)
+    return Answer(question, variant, where.mode, budget, text, response.estimated_tokens, seconds)
 
 
 async def gather_bounded(calls: Sequence[object], concurrency: int) -> list[Answer]:
@@ -152,9 +155,15 @@ async def gather_bounded(calls: Sequence[object], concurrency: int) -> list[Answ
 
 
 async def run_user(
-    stubs: Stubs, history: UserHistory, budgets: Sequence[int], stats: ReplayStats, concurrency: int
+    stubs: Stubs,
+    history: UserHistory,
+    askers: dict[str, object],
+    budgets: Sequence[int],
+    stats: ReplayStats,
+    concurrency: int,
 ) -> list[Answer]:
-    """Replay one user's sessions, then ask every question in both modes at every budget."""
+    """Replay one user's sessions through `stubs`, then ask every question in both modes at every
+    budget through each of `askers` (assembly stubs by variant name)."""
     *earlier, last = history.sessions
     for script in earlier:
         await replay_session(stubs, history.user_id, script, stats)
@@ -162,11 +171,23 @@ async def run_user(
     await replay_session(stubs, history.user_id, last, stats)
     await asyncio.sleep(1.0)  # the index write of the last exchange is asynchronous (~0.3 s)
     where = Asked(history.user_id, last.session_id, transcript(last, len(last.exchanges)), "continuing")
-    continuing = [ask(stubs, where, q, b) for q in history.questions for b in budgets]
+    continuing = [
+        ask(Stubs(stubs.capture, assembly, stubs.compaction), where, q, b, variant)
+        for variant, assembly in askers.items()
+        for q in history.questions
+        for b in budgets
+    ]
     answers = await gather_bounded(continuing, concurrency)
     await compact(stubs, history.user_id, last.session_id, stats)
     fresh = [
-        ask(stubs, Asked(history.user_id, f"new-{i}", [], "new"), q, b)
+        ask(
+            Stubs(stubs.capture, assembly, stubs.compaction),
+            Asked(history.user_id, f"new-{i}", [], "new"),
+            q,
+            b,
+            variant,
+        )
+        for variant, assembly in askers.items()
         for i, q in enumerate(history.questions)
         for b in budgets
     ]

@@ -43,6 +43,8 @@ from tests.bench.recall.replay import (
 from tests.bench.run import start_engine, stop_engine
 
 BUDGETS = (1000, 2000, 4000, 8000)
+DEFAULT_VARIANT = "engine"
+LEXICAL_ENV = "CONTEXT_ENGINE_RECALL_LEXICAL_SOURCE"
 FIND_TARGET = "viking://~/memories"
 MODES = ("new", "continuing")
 
@@ -85,24 +87,18 @@ def _mean_recall(answers: Sequence[Answer]) -> float:
     return 100 * statistics.fmean(evidence_recall(a.question, a.text) for a in answers)
 
 
-def engine_rows(answers: Sequence[Answer]) -> dict[str, dict[int, dict[str, float]]]:
-    grouped: dict[tuple[str, int], list[Answer]] = defaultdict(list)
+def engine_rows(answers: Sequence[Answer]) -> dict[str, dict[str, dict[int, dict[str, float]]]]:
+    """variant -> mode -> budget -> evidence recall (all and per kind), tokens, max over budget."""
+    grouped: dict[tuple[str, str, int], list[Answer]] = defaultdict(list)
     for answer in answers:
-        grouped[(answer.mode, answer.budget)].append(answer)
-    rows: dict[str, dict[int, dict[str, float]]] = defaultdict(dict)
-    for (mode, budget), group in grouped.items():
-        rows[mode][budget] = {
+        grouped[(answer.variant, answer.mode, answer.budget)].append(answer)
+    rows: dict[str, dict[str, dict[int, dict[str, float]]]] = defaultdict(lambda: defaultdict(dict))
+    for (variant, mode, budget), group in grouped.items():
+        rows[variant][mode][budget] = {
             "recall": _mean_recall(group),
             "tokens": statistics.median(a.tokens for a in group),
             "max_over": max(a.tokens - budget for a in group),
-            **{
-                f"recall_{kind}": 100
-                * statistics.fmean(
-                    evidence_recall(a.question, a.text) for a in group if a.question.kind == kind
-                )
-                for kind in KINDS
-                if any(a.question.kind == kind for a in group)
-            },
+            **{f"recall_{k}": _mean_recall([a for a in group if a.question.kind == k]) for k in KINDS},
         }
     return rows
 
@@ -152,10 +148,11 @@ def markdown(report: dict[str, object]) -> str:
         head,
         "|---|" + "---:|" * len(BUDGETS),
     ]
-    for mode in MODES:
-        row = engine.get(mode, {})
-        cells = [f"{row[b]['recall']:.1f}" if b in row else "-" for b in BUDGETS]
-        lines.append(f"| engine, {mode} session | " + " | ".join(cells) + " |")
+    for variant, modes in engine.items():
+        for mode in MODES:
+            row = modes.get(mode, {})
+            cells = [f"{row[b]['recall']:.1f}" if b in row else "-" for b in BUDGETS]
+            lines.append(f"| {variant}, {mode} session | " + " | ".join(cells) + " |")
     for name, row in baselines.items():
         lines.append(f"| {name} over raw turns | " + " | ".join(f"{row[b]:.1f}" for b in BUDGETS) + " |")
     lines += ["", "### Engine by question kind (%), and assembled tokens (median; max over budget)", ""]
@@ -163,7 +160,7 @@ def markdown(report: dict[str, object]) -> str:
     lines.append("|---|---:|" + "---:|" * (len(KINDS) + 2))
     for mode in MODES:
         for budget in BUDGETS:
-            row = engine.get(mode, {}).get(budget)
+            row = engine.get(DEFAULT_VARIANT, {}).get(mode, {}).get(budget)
             if row:
                 kinds = " | ".join(f"{row.get('recall_' + k, float('nan')):.1f}" for k in KINDS)
                 lines.append(f"| {mode} | {budget} | {kinds} | {row['tokens']:.0f} | {row['max_over']:.0f} |")
@@ -187,6 +184,10 @@ async def run(args: argparse.Namespace, openviking_url: str, log_dir: Path) -> d
         history.user_id = f"{history.user_id}-{run_tag}"
     counter = TokenCounter("o200k_base")
     procs = start_engine(openviking_url, log_dir, {"CONTEXT_ENGINE_COMPACT_TURN_THRESHOLD": "1000"})
+    variants = {
+        source: start_engine(openviking_url, log_dir, {LEXICAL_ENV: source}, services=("assembly",))
+        for source in args.lexical_variants
+    }
     try:
         channels = {name: grpc.aio.insecure_channel(proc.address) for name, proc in procs.items()}
         stubs = Stubs(
@@ -194,10 +195,14 @@ async def run(args: argparse.Namespace, openviking_url: str, log_dir: Path) -> d
             assembly_pb2_grpc.AssemblyServiceStub(channels["assembly"]),
             compaction_pb2_grpc.CompactionServiceStub(channels["compaction"]),
         )
+        askers: dict[str, object] = {DEFAULT_VARIANT: stubs.assembly}
+        for source, variant in variants.items():
+            channels[source] = grpc.aio.insecure_channel(variant["assembly"].address)
+            askers[f"lexical={source}"] = assembly_pb2_grpc.AssemblyServiceStub(channels[source])
         stats = ReplayStats()
         started = time.perf_counter()
         per_user = await asyncio.gather(
-            *(run_user(stubs, h, BUDGETS, stats, args.concurrency) for h in histories)
+            *(run_user(stubs, h, askers, BUDGETS, stats, args.concurrency) for h in histories)
         )
         answers = [a for user_answers in per_user for a in user_answers]
         replay_seconds = time.perf_counter() - started
@@ -210,7 +215,8 @@ async def run(args: argparse.Namespace, openviking_url: str, log_dir: Path) -> d
         for channel in channels.values():
             await channel.close()
     finally:
-        stop_engine(procs)
+        for started_procs in (procs, *variants.values()):
+            stop_engine(started_procs)
     return {
         "workload": {
             "users": args.users,
@@ -234,6 +240,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--latency-n", type=int, default=30)
     parser.add_argument("--openviking-url", default="")
     parser.add_argument("--out", type=Path, default=Path("bench-results"))
+    parser.add_argument(
+        "--lexical-variants",
+        nargs="*",
+        default=["off", "grep"],
+        help="also answer with assembly replicas using these recallLexicalSource values (ablation)",
+    )
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="recall-bench-") as scratch:
