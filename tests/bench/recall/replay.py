@@ -157,6 +157,7 @@ async def gather_bounded(calls: Sequence[object], concurrency: int) -> list[Answ
 async def run_user(
     stubs: Stubs,
     history: UserHistory,
+    *,
     askers: dict[str, object],
     budgets: Sequence[int],
     stats: ReplayStats,

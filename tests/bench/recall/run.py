@@ -202,7 +202,10 @@ async def run(args: argparse.Namespace, openviking_url: str, log_dir: Path) -> d
         stats = ReplayStats()
         started = time.perf_counter()
         per_user = await asyncio.gather(
-            *(run_user(stubs, h, askers, BUDGETS, stats, args.concurrency) for h in histories)
+            *(
+                run_user(stubs, h, askers=askers, budgets=BUDGETS, stats=stats, concurrency=args.concurrency)
+                for h in histories
+            )
         )
         answers = [a for user_answers in per_user for a in user_answers]
         replay_seconds = time.perf_counter() - started
