@@ -155,8 +155,15 @@ class PackedContext:
 
 
 def _summary_messages(summaries: Sequence[packet_pb2.CompactSummary]) -> list[common_pb2.ConversationMessage]:
-    texts = [s.overview or s.abstract for s in summaries]
-    return [summary_message(texts)] if any(t.strip() for t in texts) else []
+    texts = [expandable(s) for s in summaries if (s.overview or s.abstract).strip()]
+    return [summary_message(texts)] if texts else []
+
+
+def expandable(summary: packet_pb2.CompactSummary) -> str:
+    """The summary as the model reads it, with what `memory_expand` takes to get its raw turns."""
+    reference = summary.checkpoint_id or summary.archive_uri or summary.session_uri
+    text = (summary.overview or summary.abstract).strip()
+    return f"{text}\n(raw turns: memory_expand(\"{reference}\"))" if reference else text
 
 
 def profile_text(blocks: Sequence[str]) -> str:

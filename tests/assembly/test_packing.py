@@ -444,3 +444,18 @@ def test_token_counts_are_reused_across_calls_by_content() -> None:
     changed = [*again[:2], user("turn 2: deploy the invoice service to every region now")]
     assert MessageTokens(counter, shared).total(changed) > cold
     assert len(shared) == 4
+
+
+def test_injected_summary_names_what_expands_it() -> None:
+    """The model can drill down from a summary using only what it was shown."""
+    messages = [user("and the export job?")]
+    summary = packet_pb2.CompactSummary(
+        session_uri="viking://user/u/sessions/ce-abc-g1", overview="We chose Postgres for orders."
+    )
+    packed = pack_context(
+        budget=10_000, turns=split_turns(messages), recent_raw_turn_count=8, count=MessageTokens(COUNTER),
+        summaries=[summary],
+    )  # fmt: skip
+    shown = plain_text(packed.injected[0])
+    assert "We chose Postgres for orders." in shown
+    assert 'memory_expand("viking://user/u/sessions/ce-abc-g1")' in shown
