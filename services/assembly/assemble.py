@@ -23,7 +23,7 @@ from services.assembly.injection import (
 )
 from services.assembly.packing import MessageTokens, RecallPlan, TokenCountCache, pack_context, split_turns
 from services.assembly.ports import MemorySearch
-from services.assembly.profile import PROFILE_MAX_TOKENS, StableProfile, load_stable_profile
+from services.assembly.profile import PROFILE_MAX_TOKENS, ProfileCache, StableProfile, load_stable_profile
 from services.assembly.recall import (
     RecallConfig,
     RecallOutcome,
@@ -101,19 +101,25 @@ async def _retrieve(
     identity: RequestIdentity,
     query: RecallQuery,
     counter: TokenCounter,
+    budget: int,
     deadline: float,
+    profiles: ProfileCache,
 ) -> _Retrieved:
     retrieved = _Retrieved()
     recall_on = settings.auto_recall
+    max_tokens = (settings.recall_token_budget or PROFILE_MAX_TOKENS * 2) // 2
     profile_task = (
-        load_stable_profile(
-            client,
-            identity.tenant,
-            identity.agent_id,
-            counter,
-            max_tokens=(settings.recall_token_budget or PROFILE_MAX_TOKENS * 2) // 2,
-            max_item_chars=settings.recall_max_content_chars,
-            deadline=deadline,
+        profiles.get(
+            lambda: load_stable_profile(
+                client,
+                identity.tenant,
+                identity.agent_id,
+                counter,
+                max_tokens=max_tokens,
+                max_item_chars=settings.recall_max_content_chars,
+                deadline=deadline,
+            ),
+            (identity.tenant, identity.agent_id, max_tokens, settings.recall_max_content_chars),
         )
         if recall_on
         else None
@@ -129,7 +135,7 @@ async def _retrieve(
                 tenant=identity.tenant,
                 agent_id=identity.agent_id,
                 query=query.query,
-                config=RecallConfig.from_settings(settings),
+                config=RecallConfig.from_settings(settings, budget=budget),
                 counter=counter,
                 deadline=deadline,
             )
@@ -170,6 +176,7 @@ async def assemble_context(
     prompt: str,
     deadline: float,
     token_counts: TokenCountCache | None = None,
+    profiles: ProfileCache | None = None,
 ) -> AssembleResult:
     """The model's context for this call; `messages` must already be validated."""
     budget = token_budget or settings.default_token_budget
@@ -186,7 +193,9 @@ async def assemble_context(
         identity=identity,
         query=query,
         counter=counter,
+        budget=budget,
         deadline=deadline,
+        profiles=profiles or ProfileCache(ttl=0.0),
     )
     outcome = retrieved.recall
     plan = None

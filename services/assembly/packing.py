@@ -163,7 +163,7 @@ def expandable(summary: packet_pb2.CompactSummary) -> str:
     """The summary as the model reads it, with what `memory_expand` takes to get its raw turns."""
     reference = summary.checkpoint_id or summary.archive_uri or summary.session_uri
     text = (summary.overview or summary.abstract).strip()
-    return f"{text}\n(raw turns: memory_expand(\"{reference}\"))" if reference else text
+    return f'{text}\n(raw turns: memory_expand("{reference}"))' if reference else text
 
 
 def profile_text(blocks: Sequence[str]) -> str:

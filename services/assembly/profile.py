@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from services.assembly.ports import MemorySearch
@@ -29,6 +31,13 @@ PROFILE_MAX_TOKENS = 1000
 """Profile budget when recallTokenBudget sets none (otherwise half of it, as upstream)."""
 
 
+MAX_CACHED_PROFILES = 10_000
+PROFILE_TTL_SECONDS = 30.0
+"""How long an assembly replica reuses a tenant's profile: a stored preference shows in the profile
+at most this much later (recall finds it at once meanwhile). Saves a `find` (an embedding) per
+Assemble."""
+
+
 @dataclass
 class StableProfile:
     blocks: list[str] = field(default_factory=list)
@@ -45,6 +54,31 @@ def _cut_to_tokens(text: str, counter: TokenCounter, max_tokens: int) -> str:
         if count <= max_tokens:
             return text + "..."
     return text
+
+
+class ProfileCache:
+    """Profiles by (tenant, agent, bounds) for `PROFILE_TTL_SECONDS`; degraded ones are not kept."""
+
+    def __init__(self, ttl: float = PROFILE_TTL_SECONDS, clock: Callable[[], float] = time.monotonic) -> None:
+        self._ttl = ttl
+        self._clock = clock
+        self._entries: dict[tuple[Tenant, str, int, int], tuple[float, StableProfile]] = {}
+
+    async def get(
+        self,
+        load: Callable[[], Awaitable[StableProfile]],
+        key: tuple[Tenant, str, int, int],
+    ) -> StableProfile:
+        now = self._clock()
+        hit = self._entries.get(key)
+        if hit is not None and now - hit[0] < self._ttl:
+            return hit[1]
+        profile = await load()
+        if not profile.degraded_reasons:
+            if len(self._entries) > MAX_CACHED_PROFILES:
+                self._entries.clear()
+            self._entries[key] = (now, profile)
+        return profile
 
 
 async def load_stable_profile(

@@ -49,6 +49,8 @@ PREFERENCE_BONUS = 0.08
 MAX_OVERLAP_BONUS = 0.2
 QUERY_TOKEN_LIMIT = 8
 TURN_CATEGORY = "conversation"
+EXPLICIT_RECALL_TOKENS = 2000
+"""Token cap of explicit and fallback recall when recallTokenBudget sets none (upstream default)."""
 TURN_CANDIDATES = 200
 """Semantic pool: enough to fill an 8k-token budget and to give BM25 a corpus (a larger `limit`
 costs find almost nothing: ~36 ms at 20, ~41 ms at 80)."""
@@ -86,17 +88,24 @@ class RecallConfig:
     lexical_source: str
     """`candidates`, `grep` or `off` (recallLexicalSource)."""
     token_budget: int
-    """Cap on the recalled items' lines (0: no cap; packing fits them into the request's budget)."""
+    """Cap on the recalled items' lines; packing then fits them into the request's budget."""
+    max_items: int = 0
+    """Cap on the number of items (0: none)."""
 
     @classmethod
-    def from_settings(cls, settings: Settings, *, limit: int = 0) -> RecallConfig:
+    def from_settings(cls, settings: Settings, *, limit: int = 0, budget: int = 0) -> RecallConfig:
+        """Auto recall fills up to `budget` (the request's) unless recallTokenBudget caps it lower;
+        explicit and fallback recall (no `budget`) return at most `limit` items within
+        recallTokenBudget, or the upstream 2,000 tokens when none is set."""
+        cap = settings.recall_token_budget
         return cls(
             limit=limit or settings.recall_limit,
             score_threshold=settings.recall_score_threshold,
             max_content_chars=settings.recall_max_content_chars,
             prefer_abstract=settings.recall_prefer_abstract,
             lexical_source=settings.recall_lexical_source,
-            token_budget=settings.recall_token_budget,
+            token_budget=min(cap or budget, budget) if budget else cap or EXPLICIT_RECALL_TOKENS,
+            max_items=0 if budget else limit or settings.recall_limit,
         )
 
     @property
@@ -296,13 +305,12 @@ def memory_line(category: str, content: str) -> str:
 
 
 def fit_token_budget(items: Sequence[RecalledItem], counter: TokenCounter, budget: int) -> list[RecalledItem]:
-    """Items in order while their `- [category] content` lines fit `budget` (0: no cap); the first
-    always does."""
+    """Items in order while their `- [category] content` lines fit `budget`; the first always does."""
     kept: list[RecalledItem] = []
     used = 0
     for item in items:
         tokens = counter.count(memory_line(item.candidate.category, item.content))
-        if kept and budget and used + tokens > budget:
+        if kept and used + tokens > budget:
             break
         kept.append(replace(item, tokens=tokens))
         used += tokens
@@ -422,7 +430,8 @@ async def recall_memories(
         for uri, rank in fused
         if uri not in exclude_uris
     ]
-    outcome.items = fit_token_budget([i for i in items if i.content], counter, config.token_budget)
+    kept = [i for i in items if i.content][: config.max_items or None]
+    outcome.items = fit_token_budget(kept, counter, config.token_budget)
     return outcome
 
 

@@ -16,6 +16,7 @@ from services.assembly.assemble import (
 )
 from services.assembly.packing import TokenCountCache
 from services.assembly.ports import AssemblyBackend
+from services.assembly.profile import ProfileCache
 from services.assembly.summaries import SummarySource
 from shared.config import Settings
 from shared.domain.identity import request_identity
@@ -35,6 +36,7 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
         self._backend = backend
         self._summaries = summaries
         self._token_counts = TokenCountCache()
+        self._profiles = ProfileCache()
 
     def _deadline(self, context: Context) -> float:
         return retrieval_deadline(
@@ -64,6 +66,7 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
             prompt=request.prompt,
             deadline=self._deadline(context),
             token_counts=self._token_counts,
+            profiles=self._profiles,
         )
         tokens = result.packet.tokens
         attr.set_tokens(

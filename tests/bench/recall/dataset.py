@@ -83,14 +83,18 @@ SMALL_TALK = (
     "Let's brainstorm a little about {topic} before lunch.",
 )  # fmt: skip
 ANSWERS = (
-    "Sure. For {topic}, start by writing down what you already know, then narrow it to one change.",
-    "Good question. With {topic} I would look at the most recent change first and compare.",
-    "Happy to help with {topic}. Break it into two smaller steps and tackle the riskier one first.",
-    "Noted. For {topic}, a short checklist usually helps; I can draft one if you like.",
+    "Sure. For {topic}, start by writing down what you already know, then narrow it to one change. "
+    "Once that is clear, compare it with what happened last time and keep notes as you go.",
+    "Good question. With {topic} I would look at the most recent change first and compare. If "
+    "nothing stands out, widen the window a little and check the assumptions one by one.",
+    "Happy to help with {topic}. Break it into two smaller steps and tackle the riskier one first, "
+    "then decide whether the second step is still needed at all.",
+    "Noted. For {topic}, a short checklist usually helps; I can draft one if you like, with the "
+    "open questions at the top so nobody forgets them.",
 )  # fmt: skip
 
 KINDS = ("paraphrase", "temporal", "multi", "exact")
-DISTRACTORS_PER_SESSION = 2
+DISTRACTORS_PER_SESSION = 4
 """Statements shaped like facts, about someone else (same names, same words), never asked about."""
 
 
@@ -355,7 +359,7 @@ def _questions(rng: random.Random, planted: list[_Planted], scripts: list[Sessio
 
 
 def generate(
-    *, seed: int, users: int, sessions: int, exchanges: int = 16, facts_per_session: int = 3
+    *, seed: int, users: int, sessions: int, exchanges: int = 20, facts_per_session: int = 3
 ) -> list[UserHistory]:
     rng = random.Random(seed)
     return [_user_history(rng, u, sessions, exchanges, facts_per_session) for u in range(users)]

@@ -1,0 +1,47 @@
+"""A replica reuses a tenant's profile for the TTL, never a degraded one."""
+
+from __future__ import annotations
+
+from services.assembly.profile import ProfileCache, StableProfile
+from shared.openviking.tenant import Tenant
+
+KEY = (Tenant("acct", "alice"), "main", 1000, 500)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_profile_is_reused_within_the_ttl_and_reloaded_after() -> None:
+    clock = Clock()
+    cache = ProfileCache(ttl=30.0, clock=clock)
+    loads: list[int] = []
+
+    async def load() -> StableProfile:
+        loads.append(1)
+        return StableProfile(blocks=[f"[User Profile]\nversion {len(loads)}"])
+
+    first = await cache.get(load, KEY)
+    clock.now += 29.0
+    assert await cache.get(load, KEY) is first and len(loads) == 1
+    other = await cache.get(load, (Tenant("acct", "bob"), "main", 1000, 500))
+    assert other is not first and len(loads) == 2
+    clock.now += 2.0
+    assert (await cache.get(load, KEY)).blocks == ["[User Profile]\nversion 3"]
+
+
+async def test_degraded_profiles_are_not_kept() -> None:
+    cache = ProfileCache(ttl=30.0, clock=Clock())
+    loads: list[int] = []
+
+    async def load() -> StableProfile:
+        loads.append(1)
+        return StableProfile(degraded_reasons=["profile.read: timed out"])
+
+    await cache.get(load, KEY)
+    await cache.get(load, KEY)
+    assert len(loads) == 2
