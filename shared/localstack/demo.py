@@ -182,6 +182,14 @@ async def play(target: str) -> None:
         )
         _show_messages(list(assembled.messages))
         _show("packet", assembled.packet, ("recall_query", "recalled_memories", "tokens", "degraded"))
+        recalled_turn = next((m for m in assembled.packet.recalled_memories if m.kind == "turn"), None)
+        if recalled_turn is not None:
+            print(f"  the recalled exchange said at {recalled_turn.said_at}, expanded:", flush=True)
+            original = await compaction.ExpandMemory(
+                compaction_pb2.ExpandMemoryRequest(identity=second, summary_or_memory_uri=recalled_turn.uri)
+            )
+            for expanded_turn in original.turns:
+                print(f"    #{expanded_turn.turn.sequence} {_part_text(expanded_turn.turn)}", flush=True)
 
         _section("memory_expand back to the raw turns")
         checkpoint = compacted.checkpoint
