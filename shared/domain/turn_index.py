@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 
 from contextengine.v1 import common_pb2
 
-from shared.domain.messages import plain_text, tool_call_ids
+from shared.domain.messages import plain_text
 
 TURN_INDEX_DIR = "ce-turns"
 TURN_INDEX_ROOT = f"viking://~/memories/{TURN_INDEX_DIR}"
@@ -119,10 +119,15 @@ def said_at(message: common_pb2.ConversationMessage, fallback: datetime) -> date
 
 
 def _message_text(message: common_pb2.ConversationMessage) -> str:
+    """Text, tool calls (name and start of the arguments) and tool outputs; not thinking."""
     parts = [plain_text(message)]
     for block in message.content:
         if block.HasField("tool_call"):
             parts.append(f"[calls {block.tool_call.name}({block.tool_call.arguments.json[:200]})]")
+        elif block.HasField("tool_result"):
+            result = block.tool_result
+            output = " ".join(inner.text.text for inner in result.content if inner.HasField("text"))
+            parts.append(f"[{result.tool_name} returned] {output}")
     text = " ".join(" ".join(p.split()) for p in parts if p.strip())
     if len(text) > MAX_MESSAGE_CHARS:
         text = text[: MAX_MESSAGE_CHARS - 3].rstrip() + "..."
@@ -152,7 +157,7 @@ def turn_documents(
         lines = [
             message_line(item.message, said_at(item.message, captured_at))
             for item in group
-            if _message_text(item.message) or tool_call_ids(item.message)
+            if _message_text(item.message)
         ]
         if lines:
             documents.append(TurnDocument(turn_uri(session_id, group[0].sequence), "\n".join(lines)))
