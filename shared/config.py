@@ -20,6 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, m
 from shared.errors import ConfigurationError
 
 CONFIG_PATH_ENV = "CONTEXT_ENGINE_CONFIG"
+ENGINE_PLUGIN_IDS = ("openviking",)
+"""Plugin ids whose `plugins.entries` block is the engine's when no context-engine slot is set
+(the upstream plugin's id, which existing OpenClaw configs use)."""
 ENV_PREFIX = "CONTEXT_ENGINE_"
 # Keys of the upstream plugin that the engine accepts but has no use for.
 _UPSTREAM_IGNORED_KEYS = frozenset(
@@ -110,9 +113,6 @@ class Settings(BaseModel):
         default="dev", alias="openvikingAuthMode"
     )
     """How the engine authenticates to OpenViking (dev: identity headers on loopback only)."""
-    default_account_id: str = Field(
-        default="default", alias="defaultAccountId", pattern=r"^[A-Za-z0-9.@-][A-Za-z0-9_.@-]{0,254}$"
-    )
     default_encoding: Literal["cl100k_base", "o200k_base"] = Field(
         default="o200k_base", alias="defaultEncoding"
     )
@@ -140,14 +140,35 @@ def _aliases() -> dict[str, str]:
 
 
 def _unwrap_plugin_file(data: Mapping[str, Any]) -> Mapping[str, Any]:
-    """Accept the plugin's block as OpenClaw stores it (`plugins.entries.<id>.config`) or bare."""
-    entries = data.get("plugins", {}).get("entries", {}) if isinstance(data.get("plugins"), dict) else {}
-    for entry in entries.values():
-        if isinstance(entry, dict) and isinstance(entry.get("config"), dict):
-            return dict(entry["config"])
-    if isinstance(data.get("config"), dict):
-        return dict(data["config"])
-    return data
+    """The engine's block of an OpenClaw config (`plugins.entries.<id>.config`), or the file bare.
+
+    The entry is the one `plugins.slots.contextEngine` names; without a slot, the entry of the
+    engine's own plugin id (`ENGINE_PLUGIN_IDS`). Other plugins' entries are never read.
+    """
+    plugins = data.get("plugins")
+    if not isinstance(plugins, dict):
+        return dict(data["config"]) if isinstance(data.get("config"), dict) else data
+    entries = plugins.get("entries")
+    entries = entries if isinstance(entries, dict) else {}
+    slots = plugins.get("slots")
+    slot = slots.get("contextEngine") if isinstance(slots, dict) else None
+    if isinstance(slot, str) and slot:
+        entry_id = slot
+        if entry_id not in entries:
+            raise ConfigurationError(
+                [f"plugins.slots.contextEngine: names {entry_id!r}, which plugins.entries does not hold"]
+            )
+    else:
+        entry_id = next((i for i in ENGINE_PLUGIN_IDS if i in entries), "")
+        if not entry_id:
+            raise ConfigurationError(
+                ["plugins: no plugins.slots.contextEngine and no entry of " + " / ".join(ENGINE_PLUGIN_IDS)]
+            )
+    entry = entries[entry_id]
+    config = entry.get("config", {}) if isinstance(entry, dict) else None
+    if not isinstance(config, dict):
+        raise ConfigurationError([f"plugins.entries.{entry_id}.config: expected a JSON object"])
+    return dict(config)
 
 
 def load_settings(

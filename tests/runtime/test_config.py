@@ -88,3 +88,45 @@ def test_root_key_modes_require_a_key() -> None:
     with pytest.raises(ConfigurationError) as caught:
         load_settings(environ={}, overrides={"openvikingAuthMode": "trusted"})
     assert "apiKey is required" in caught.value.message
+
+
+OTHER_PLUGIN_FIRST = {
+    "plugins": {
+        "entries": {
+            "lossless-claw": {"enabled": True, "config": {"provider": "sqlite", "dbPath": "/tmp/x.db"}},
+            "viking-engine": {"enabled": True, "config": {"recallLimit": 4}},
+        },
+        "slots": {"contextEngine": "viking-engine", "memory": "none"},
+    }
+}
+
+
+def test_the_entry_the_context_engine_slot_names_is_read_not_the_first(tmp_path: Path) -> None:
+    path = tmp_path / "openclaw.json"
+    path.write_text(json.dumps(OTHER_PLUGIN_FIRST))
+    assert load_settings(path, environ={}).recall_limit == 4
+
+
+def test_without_a_slot_the_engine_plugin_id_is_read(tmp_path: Path) -> None:
+    config = {
+        "plugins": {
+            "entries": {
+                "lossless-claw": {"config": {"provider": "sqlite"}},
+                "openviking": {"config": {"recallLimit": 5}},
+            }
+        }
+    }
+    path = tmp_path / "openclaw.json"
+    path.write_text(json.dumps(config))
+    assert load_settings(path, environ={}).recall_limit == 5
+
+
+def test_an_entry_without_config_means_defaults_and_a_dangling_slot_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "openclaw.json"
+    path.write_text(json.dumps({"plugins": {"slots": {"contextEngine": "openviking"},
+                                            "entries": {"openviking": {"enabled": True}}}}))  # fmt: skip
+    assert load_settings(path, environ={}).recall_limit == 6
+    path.write_text(json.dumps({"plugins": {"slots": {"contextEngine": "gone"}, "entries": {}}}))
+    with pytest.raises(ConfigurationError) as caught:
+        load_settings(path, environ={})
+    assert caught.value.problems[0].startswith("plugins.slots.contextEngine:")
