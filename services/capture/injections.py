@@ -9,12 +9,13 @@ that both sides agree.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from contextengine.v1 import common_pb2
+
+from shared.domain.json_text import loads_or_none
 
 INJECTED_ID_PREFIX = "ce-injected-"
 INJECTED_MARKER_KEY = "contextengine_injected"
@@ -35,6 +36,10 @@ class CleanedMessage:
     """True when the message as a whole was an engine injection and is skipped."""
     used_context_uris: tuple[str, ...] = ()
     """Memories the engine injected right before this message (what the model answered with)."""
+    skipped: int = 0
+    """Engine injections recognised in this message and not captured: 1 for a whole injected
+    message (id prefix or host_fields marker); otherwise one per injected recall block and one
+    per `<relevant-memories>` block stripped from its text."""
 
 
 def has_injected_marker(message: common_pb2.ConversationMessage) -> bool:
@@ -44,18 +49,17 @@ def has_injected_marker(message: common_pb2.ConversationMessage) -> bool:
     raw = message.host_fields.json
     if INJECTED_MARKER_KEY not in raw:
         return False
-    try:
-        fields = json.loads(raw)
-    except ValueError:
-        return False
+    fields = loads_or_none(raw)
     return isinstance(fields, dict) and INJECTED_MARKER_KEY in fields
 
 
-def strip_relevant_memories(text: str) -> str:
-    """Text without injected `<relevant-memories>` blocks (and the blank lines they leave)."""
+def strip_relevant_memories(text: str) -> tuple[str, int]:
+    """Text without injected `<relevant-memories>` blocks (and the blank lines they leave), and
+    how many blocks were stripped."""
     if "<relevant-memories>" not in text.lower():
-        return text
-    return RELEVANT_MEMORIES_BLOCK.sub("", text).strip()
+        return text, 0
+    stripped, count = RELEVANT_MEMORIES_BLOCK.subn("", text)
+    return (stripped.strip(), count) if count else (text, 0)
 
 
 def auto_recall_call_ids(messages: Sequence[common_pb2.ConversationMessage]) -> frozenset[str]:
@@ -82,7 +86,7 @@ def _is_injected_block(block: common_pb2.ContentBlock, recall_ids: frozenset[str
 def clean_message(message: common_pb2.ConversationMessage, recall_ids: frozenset[str]) -> CleanedMessage:
     """The host's own part of `message`: injected blocks dropped, recall text blocks stripped."""
     if has_injected_marker(message):
-        return CleanedMessage(None, injected=True)
+        return CleanedMessage(None, injected=True, skipped=1)
     if not any(
         _is_injected_block(b, recall_ids)
         or (b.HasField("text") and "<relevant-memories>" in b.text.text.lower())
@@ -92,19 +96,22 @@ def clean_message(message: common_pb2.ConversationMessage, recall_ids: frozenset
     cleaned = common_pb2.ConversationMessage()
     cleaned.CopyFrom(message)
     del cleaned.content[:]
+    skipped = 0
     for block in message.content:
         if _is_injected_block(block, recall_ids):
+            skipped += 1
             continue
         if block.HasField("text"):
-            text = strip_relevant_memories(block.text.text)
+            text, stripped = strip_relevant_memories(block.text.text)
+            skipped += stripped
             if not text and block.text.text:
                 continue  # the block was nothing but injected memories
             cleaned.content.append(common_pb2.ContentBlock(text=common_pb2.TextBlock(text=text)))
             continue
         cleaned.content.append(block)
     if not cleaned.content:
-        return CleanedMessage(None, injected=True)
-    return CleanedMessage(cleaned, injected=False)
+        return CleanedMessage(None, injected=True, skipped=skipped)
+    return CleanedMessage(cleaned, injected=False, skipped=skipped)
 
 
 def recalled_uris(message: common_pb2.ConversationMessage, recall_ids: frozenset[str]) -> list[str]:
@@ -114,10 +121,7 @@ def recalled_uris(message: common_pb2.ConversationMessage, recall_ids: frozenset
         if not (block.HasField("tool_result") and _is_injected_block(block, recall_ids)):
             continue
         for part in block.tool_result.content:
-            try:
-                payload = json.loads(part.text.text) if part.HasField("text") else None
-            except ValueError:
-                continue
+            payload = loads_or_none(part.text.text) if part.HasField("text") else None
             memories = payload.get("memories", []) if isinstance(payload, dict) else []
             uris.extend(m["uri"] for m in memories if isinstance(m, dict) and isinstance(m.get("uri"), str))
     return uris

@@ -162,7 +162,7 @@ class TurnCapture:
                 for i in range(pre_prompt_message_count, len(messages))
                 if i not in claimed and not cleaned[i].injected
             ),
-            injected_skipped_count=sum(1 for i in claimed if cleaned[i].injected),
+            injected_skipped_count=sum(cleaned[i].skipped for i in claimed),
             last_sequence=result.state.last_sequence,
             session_id=result.session_id,
             estimated_tokens=result.state.active_tokens,
@@ -200,7 +200,7 @@ class TurnCapture:
         return TurnOutcome(
             persisted_count=len(result.persisted),
             duplicate_count=result.host_id_duplicates,
-            injected_skipped_count=sum(1 for c in cleaned if c.injected),
+            injected_skipped_count=sum(c.skipped for c in cleaned),
             last_sequence=result.state.last_sequence,
             session_id=result.session_id,
             estimated_tokens=result.state.active_tokens,

@@ -57,6 +57,7 @@ def test_mixed_assistant_message_keeps_its_own_blocks() -> None:
     )
     cleaned = injections.clean_transcript([mixed])[0]
     assert not cleaned.injected and cleaned.message is not None
+    assert cleaned.skipped == 1
     assert [b.WhichOneof("block") for b in cleaned.message.content] == ["text", "tool_call"]
     assert cleaned.message.content[1].tool_call.id == "real1"
 
@@ -66,8 +67,11 @@ def test_relevant_memories_blocks_are_stripped_from_text() -> None:
     cleaned = injections.clean_transcript([m])[0]
     assert cleaned.message is not None
     assert cleaned.message.content[0].text.text == "What did we decide on Kafka?"
+    assert cleaned.skipped == 1, "a stripped block is counted as an injection not captured"
     only = injections.clean_transcript([user("<relevant-memories>x</relevant-memories>")])[0]
-    assert only.injected and only.message is None
+    assert only.injected and only.message is None and only.skipped == 1
+    two = user("<relevant-memories>a</relevant-memories>q<RELEVANT-MEMORIES>b</relevant-memories>")
+    assert injections.clean_transcript([two])[0].skipped == 2
 
 
 def test_plain_messages_pass_through_unchanged() -> None:
