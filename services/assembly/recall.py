@@ -15,8 +15,8 @@
 4. items: abstract or body, dated, truncated, bounded by the recall token cap; packing then
    decides how many fit the request's budget.
 
-OpenViking 0.5.2 has no per-agent space: agent memories are files under `viking://~/memories/`
-tagged `agent=<agent id, lower-cased>`.
+Which memories an agent sees is `shared.domain.memory_scope` (USER: every agent of the user;
+AGENT: only the agent that stored it, ids compared exactly).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from services.assembly.fusion import reciprocal_rank_fusion
 from services.assembly.injection import MemoryForInjection
 from services.assembly.ports import MemorySearch
 from shared.config import Settings
+from shared.domain.memory_scope import owner_tag, visible_to
 from shared.domain.turn_index import TURN_INDEX_ROOT, document_date, is_turn_uri, said_from_tags
 from shared.errors import BackendNotFound, ContextEngineError
 from shared.openviking.models.search import FindResult, GrepResult, SearchHit
@@ -42,7 +43,6 @@ from shared.openviking.tenant import Tenant
 from shared.tokens import TokenCounter
 
 USER_MEMORIES_URI = "viking://~/memories"
-AGENT_TAG_KEY = "agent"
 LEAF_BONUS = 0.12
 TEMPORAL_BONUS = 0.10
 PREFERENCE_BONUS = 0.08
@@ -170,8 +170,8 @@ class RecallOutcome:
 
 
 def agent_tag(agent_id: str) -> str:
-    """The tag marking a memory as the agent's (OpenViking lower-cases tags)."""
-    return f"{AGENT_TAG_KEY}={agent_id.lower()}"
+    """The tag marking a memory as the agent's own (AGENT scope)."""
+    return owner_tag(agent_id)
 
 
 def category_of(uri: str) -> str:
@@ -185,24 +185,15 @@ def category_of(uri: str) -> str:
     return head.rsplit(".", 1)[0] or "memory"
 
 
-def _tag_value(tags: Sequence[str], key: str) -> str | None:
-    for tag in tags:
-        k, eq, v = tag.partition("=")
-        if eq and k.strip().lower() == key:
-            return v.strip().lower()
-    return None
-
-
 def clamp_score(score: float) -> float:
     return min(1.0, max(0.0, score))
 
 
 def to_candidate(hit: SearchHit, agent_id: str) -> Candidate | None:
     """The hit as a candidate for this agent; None when it belongs to another agent."""
-    owner = _tag_value(hit.tags, AGENT_TAG_KEY)
-    if owner is not None and owner != agent_id.lower():
+    scope = visible_to(hit.tags, agent_id)
+    if scope is None:
         return None
-    scope = packet_pb2.MEMORY_SCOPE_AGENT if owner is not None else packet_pb2.MEMORY_SCOPE_USER
     return Candidate(
         uri=hit.uri,
         abstract=hit.abstract,

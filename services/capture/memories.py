@@ -1,9 +1,10 @@
 """Explicit memories (design §6.1): memory_store writes now, memory_forget deletes safely.
 
-Stored memories live in the caller's own space under `memories/notes/` (or
-`memories/agents/<agent>/` for agent scope: OpenViking 0.5.2 has no per-agent space), where
-OpenViking's extractor leaves them alone but memory search finds them. The file name is a slug
-of the text plus 8 hex of its sha256, so storing the same text twice is one memory.
+A stored memory is the file `memories/<category>/<name>.md` of the caller's own space (AGENT
+scope: `memories/<category>/agent-<agent key>/<name>.md`), so the category is its directory:
+`preferences` memories are among the user's preferences for the profile and recall ranking.
+The file name is a slug of the text plus 8 hex of its sha256, so storing the same text twice in
+the same category and scope is one memory. Who sees it is `shared.domain.memory_scope`.
 
 Forgetting is confined to the caller's memories by the engine itself: in dev mode OpenViking
 lets anyone act as anyone, so a URI outside `viking://~/memories/` or
@@ -20,6 +21,7 @@ from datetime import datetime
 from contextengine.v1 import packet_pb2
 
 from shared.domain.identity import RequestIdentity
+from shared.domain.memory_scope import AGENT, USER, scope_directory, scope_tags, visible_to
 from shared.domain.stream_state import utc_now
 from shared.domain.turn_index import said_tag
 from shared.errors import BackendNotFound, InvalidArgument, PermissionDenied
@@ -65,11 +67,10 @@ def memory_slug(text: str) -> str:
     return slug or "memory"
 
 
-def memory_uri(identity: RequestIdentity, text: str, scope: Scope.ValueType) -> str:
+def memory_uri(identity: RequestIdentity, text: str, category: str, scope: Scope.ValueType) -> str:
     name = f"{memory_slug(text)}-{hashlib.sha256(text.encode()).hexdigest()[:8]}.md"
-    if scope == packet_pb2.MEMORY_SCOPE_AGENT:
-        return f"{OWN_MEMORIES}/agents/{identity.agent_id}/{name}"
-    return f"{OWN_MEMORIES}/notes/{name}"
+    directory = "/".join(d for d in (category, scope_directory(scope, identity.agent_id)) if d)
+    return f"{OWN_MEMORIES}/{directory}/{name}"
 
 
 def tag_value(value: str) -> str:
@@ -77,11 +78,13 @@ def tag_value(value: str) -> str:
     return _UNSAFE_TAG_CHARS.sub("_", value.lower()).strip("_") or "none"
 
 
-def memory_tags(identity: RequestIdentity, category: str, said: datetime) -> list[str]:
+def memory_tags(
+    identity: RequestIdentity, category: str, scope: Scope.ValueType, said: datetime
+) -> list[str]:
     tags = [
         "source=memory_store",
-        f"agent={tag_value(identity.agent_id)}",
         f"category={category}",
+        *scope_tags(scope, identity.agent_id),
         said_tag(said),
     ]
     if identity.session_id:
@@ -89,7 +92,17 @@ def memory_tags(identity: RequestIdentity, category: str, said: datetime) -> lis
     return tags
 
 
-def validate_memory_text(text: str, category: str) -> str:
+@dataclass(frozen=True)
+class MemoryRequest:
+    """A checked StoreMemory request."""
+
+    text: str
+    category: str
+    scope: Scope.ValueType
+
+
+def check_store_request(text: str, category: str, scope: int) -> MemoryRequest:
+    """Errors name the field; an unset scope is USER, an unknown one is refused."""
     if not text.strip():
         raise InvalidArgument("text", "is required")
     if len(text) > MAX_MEMORY_CHARS:
@@ -97,34 +110,27 @@ def validate_memory_text(text: str, category: str) -> str:
     category = category or "notes"
     if not _CATEGORY.match(category):
         raise InvalidArgument("category", "must match [a-z][a-z0-9_-]{0,31}")
-    return category
+    if scope not in (packet_pb2.MEMORY_SCOPE_UNSPECIFIED, USER, AGENT):
+        raise InvalidArgument("scope", "must be MEMORY_SCOPE_USER or MEMORY_SCOPE_AGENT")
+    return MemoryRequest(text.strip(), category, AGENT if scope == AGENT else USER)
 
 
 async def store_memory(
     ov: OpenVikingClient,
     identity: RequestIdentity,
-    text: str,
+    memory: MemoryRequest,
     *,
-    category: str,
-    scope: Scope.ValueType,
     deadline: float | None = None,
 ) -> StoredMemory:
     """Write the memory now (indexed on return); an identical memory is kept, not rewritten."""
-    text = text.strip()
-    uri = memory_uri(identity, text, scope)
+    uri = memory_uri(identity, memory.text, memory.category, memory.scope)
     try:
         existing = await ov.stat(identity.tenant, uri, deadline=deadline)
         return StoredMemory(uri=existing.uri or _canonical(identity, uri), created=False)
     except BackendNotFound:
         pass
-    result = await ov.write(
-        identity.tenant,
-        uri,
-        text,
-        wait=True,
-        tags=memory_tags(identity, category, utc_now()),
-        deadline=deadline,
-    )
+    tags = memory_tags(identity, memory.category, memory.scope, utc_now())
+    result = await ov.write(identity.tenant, uri, memory.text, wait=True, tags=tags, deadline=deadline)
     return StoredMemory(uri=result.uri, created=True)
 
 
@@ -166,8 +172,7 @@ def _category_of(uri: str) -> str:
     return rest.split("/", 1)[0] if "/" in rest else ""
 
 
-def recalled(query: str, hit: SearchHit) -> packet_pb2.RecalledMemory:
-    scope = packet_pb2.MEMORY_SCOPE_AGENT if "/memories/agents/" in hit.uri else packet_pb2.MEMORY_SCOPE_USER
+def recalled(query: str, hit: SearchHit, scope: Scope.ValueType) -> packet_pb2.RecalledMemory:
     return packet_pb2.RecalledMemory(
         query=query,
         uri=hit.uri,
@@ -183,7 +188,14 @@ def recalled(query: str, hit: SearchHit) -> packet_pb2.RecalledMemory:
 async def forget_by_uri(
     ov: OpenVikingClient, identity: RequestIdentity, uri: str, *, deadline: float | None = None
 ) -> ForgetOutcome:
+    """Delete one memory the caller sees (another agent's AGENT memory is refused)."""
     checked = checked_forget_uri(identity, uri)
+    try:
+        attrs = await ov.attrs(identity.tenant, checked, deadline=deadline)
+    except BackendNotFound:
+        return ForgetOutcome()
+    if visible_to(attrs.tags, identity.agent_id) is None:
+        raise PermissionDenied("uri: the memory belongs to another agent")
     removed = await ov.rm(identity.tenant, checked, deadline=deadline)
     if removed.estimated_deleted_count <= 0:
         return ForgetOutcome()
@@ -211,9 +223,11 @@ async def forget_by_query(
     found = await ov.find(
         identity.tenant, query, target_uri=OWN_MEMORIES, level=2, limit=FORGET_CANDIDATES, deadline=deadline
     )
-    hits = [h for h in found.memories if h.level == 2]
+    scoped = [(h, visible_to(h.tags, identity.agent_id)) for h in found.memories if h.level == 2]
+    visible = {h.uri: scope for h, scope in scoped if scope is not None}
+    hits = [h for h in found.memories if h.uri in visible]
     match = unambiguous_match(hits)
     if match is None:
         ranked = sorted(hits, key=lambda h: h.score, reverse=True)
-        return ForgetOutcome(candidates=[recalled(query, h) for h in ranked])
+        return ForgetOutcome(candidates=[recalled(query, h, visible[h.uri]) for h in ranked])
     return await forget_by_uri(ov, identity, match.uri, deadline=deadline)

@@ -97,15 +97,8 @@ class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
         self, request: capture_pb2.StoreMemoryRequest, context: aio.ServicerContext[object, object]
     ) -> capture_pb2.StoreMemoryResponse:
         identity = request_identity(request.identity, self._settings, session_required=False)
-        category = memories.validate_memory_text(request.text, request.category)
-        stored = await memories.store_memory(
-            self._ov,
-            identity,
-            request.text,
-            category=category,
-            scope=request.scope,
-            deadline=call_deadline(context),
-        )
+        memory = memories.check_store_request(request.text, request.category, request.scope)
+        stored = await memories.store_memory(self._ov, identity, memory, deadline=call_deadline(context))
         return capture_pb2.StoreMemoryResponse(uri=stored.uri, created=stored.created)
 
     async def ForgetMemory(  # noqa: N802

@@ -10,6 +10,7 @@ import pytest
 from contextengine.v1 import assembly_pb2, common_pb2, packet_pb2
 
 from shared.config import Settings
+from shared.domain.memory_scope import AGENT, scope_tags
 from shared.localstack.processes import free_port
 from shared.openviking import DevAuth, OpenVikingClient, RetryPolicy, Tenant
 from tests.assembly.conftest import assembly_stub
@@ -34,7 +35,11 @@ async def ov(openviking: OpenVikingEndpoint) -> AsyncIterator[OpenVikingClient]:
     async with OpenVikingClient(openviking.base_url, DevAuth()) as client:
         alice = Tenant(ACCOUNT, "alice")
         await client.write(
-            alice, "viking://~/memories/notes/editor.md", EDITOR_FACT, wait=True, tags=["agent=main"]
+            alice,
+            "viking://~/memories/notes/editor.md",
+            EDITOR_FACT,
+            wait=True,
+            tags=scope_tags(AGENT, "Main"),  # the exact agent id the requests carry
         )
         await client.write(alice, "viking://~/memories/preferences/drink.md", DRINK_FACT, wait=True)
         await client.write(

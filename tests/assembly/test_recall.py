@@ -22,6 +22,7 @@ from services.assembly.recall import (
     select_candidates,
     truncate_content,
 )
+from shared.domain.memory_scope import AGENT, agent_key, scope_tags
 from shared.openviking import DevAuth, OpenVikingClient, RetryPolicy
 from shared.tokens import TokenCounter
 from tests.assembly.helpers import LookalikeOpenViking, RecordingTransport, hit, seed, unique_tenant
@@ -60,23 +61,29 @@ def test_category_and_agent_tag() -> None:
     assert category_of(f"{M}/preferences/editor.md") == "preferences"
     assert category_of(f"{M}/profile.md") == "profile"
     assert category_of("viking://resources/x") == "memory"
-    assert agent_tag("Main-Bot") == "agent=main-bot"
+    assert agent_tag("Main-Bot") == f"ce_agent={agent_key('Main-Bot')}" != agent_tag("main-bot")
     assert config(limit=2).candidate_limit == 20 and config(limit=7).candidate_limit == 28
 
 
 def test_merge_dedupes_by_uri_keeps_level2_and_filters_other_agents() -> None:
     merged = merge_candidates(
         [
-            [hit(f"{M}/a.md", 0.9, tags=["agent=main"]), hit(f"{M}/dir", 0.99, level=1)],
-            [hit(f"{M}/a.md", 0.5), hit(f"{M}/b.md", 0.4), hit(f"{M}/c.md", 0.8, tags=["agent=other"])],
+            [hit(f"{M}/a.md", 0.9, tags=scope_tags(AGENT, "main")), hit(f"{M}/dir", 0.99, level=1)],
+            [
+                hit(f"{M}/a.md", 0.5),
+                hit(f"{M}/b.md", 0.4),
+                hit(f"{M}/c.md", 0.8, tags=scope_tags(AGENT, "other")),
+            ],
         ],
-        "Main",
+        "main",
     )
     assert [(c.uri, c.score, c.scope) for c in merged] == [
         (f"{M}/a.md", 0.9, packet_pb2.MEMORY_SCOPE_AGENT),
         (f"{M}/b.md", 0.4, packet_pb2.MEMORY_SCOPE_USER),
     ]
     assert merge_candidates([[hit(f"{M}/x.md", 1.7)]], "main")[0].score == 1.0
+    # Agent ids are compared exactly: "Main" is another agent than "main".
+    assert merge_candidates([[hit(f"{M}/a.md", 0.9, tags=scope_tags(AGENT, "main"))]], "Main") == []
 
 
 def test_select_threshold_abstract_dedupe_events_by_uri_and_cap() -> None:
@@ -143,8 +150,11 @@ async def test_recall_end_to_end_against_openviking(
         {
             f"{MEM}/preferences/editor.md": "User prefers vim",
             f"{MEM}/entities/cat.md": "User has a cat named Tom",
-            f"{MEM}/entities/other.md": ("other agent memory: the user's editor is vim", ["agent=else"]),
-            f"{MEM}/notes/main.md": ("body " * 300, ["agent=main"]),
+            f"{MEM}/entities/other.md": (
+                "other agent memory: the user's editor is vim",
+                scope_tags(AGENT, "else"),
+            ),
+            f"{MEM}/notes/main.md": ("body " * 300, scope_tags(AGENT, "main")),
         },
     )
     transport.requests.clear()

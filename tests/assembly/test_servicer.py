@@ -28,6 +28,7 @@ from grpc import aio
 
 from services.assembly.assemble import retrieval_deadline
 from shared.config import Settings, load_settings
+from shared.domain.memory_scope import AGENT, scope_tags
 from shared.domain.turn_index import is_turn_uri
 from shared.openviking import DevAuth, OpenVikingClient, RetryPolicy, Tenant
 from shared.runtime.main import start_host
@@ -80,8 +81,8 @@ async def seed_user(client: OpenVikingClient, tenant: Tenant) -> None:
         tenant,
         {
             f"{MEM}/preferences/editor.md": "User prefers vim for coding",
-            f"{MEM}/notes/n.md": ("Agent note: user codes in rust", ["agent=main"]),
-            f"{MEM}/notes/other.md": ("Agent note: user edits code in emacs", ["agent=else"]),
+            f"{MEM}/notes/n.md": ("Agent note: user codes in rust", scope_tags(AGENT, "main")),
+            f"{MEM}/notes/other.md": ("Agent note: user edits code in emacs", scope_tags(AGENT, "else")),
             f"{MEM}/profile.md": "Alice, a backend engineer.",
         },
     )

@@ -15,6 +15,7 @@ from shared.config import load_settings
 from shared.domain.documents import DocumentStore
 from shared.domain.envelope import persisted_turn, turn_envelope
 from shared.domain.identity import parse_identity
+from shared.domain.memory_scope import agent_key
 from shared.domain.stream_state import StreamStateStore, session_id_for
 from shared.errors import BackendNotFound
 from shared.openviking.client import OpenVikingClient
@@ -46,9 +47,7 @@ def after_turn(
 async def stored_turns(
     ov: OpenVikingClient, identity: common_pb2.Identity, generation: int = 0
 ) -> list[tuple[int, common_pb2.ConversationMessage]]:
-    parsed = parse_identity(
-        identity, default_agent_id="default", default_account_id="default", session_required=True
-    )
+    parsed = parse_identity(identity, default_agent_id="default", session_required=True)
     try:
         context = await ov.get_session_context(
             parsed.tenant, session_id_for(parsed.stream_id, generation), token_budget=READ_ALL_TOKEN_BUDGET
@@ -113,9 +112,7 @@ async def test_injected_recall_is_recorded_as_the_answers_used_context(capture_s
     transcript = [user("which theme do I like?"), *injected_recall("rc9"), assistant("You like dark theme.")]
     await host.stub.AfterTurn(after_turn(identity, transcript, 0))
 
-    parsed = parse_identity(
-        identity, default_agent_id="default", default_account_id="default", session_required=True
-    )
+    parsed = parse_identity(identity, default_agent_id="default", session_required=True)
     context = await host.openviking.get_session_context(
         parsed.tenant, session_id_for(parsed.stream_id, 0), token_budget=READ_ALL_TOKEN_BUDGET
     )
@@ -288,16 +285,16 @@ async def test_store_memory_is_findable_at_once_and_idempotent(capture_stack: Ca
     assert stored.created and stored.uri.startswith(f"viking://user/{identity.user_id}/memories/notes/")
     again = await host.stub.StoreMemory(capture_pb2.StoreMemoryRequest(identity=identity, text=text))
     assert (again.uri, again.created) == (stored.uri, False)
-    parsed = parse_identity(identity, default_agent_id="x", default_account_id="x", session_required=False)
+    parsed = parse_identity(identity, default_agent_id="x", session_required=False)
     found = await host.openviking.find(
         parsed.tenant, "favourite database", target_uri="viking://~/memories", level=2
     )
     hit = next(h for h in found.memories if h.uri == stored.uri)
-    assert "source=memory_store" in hit.tags and "agent=helper" in hit.tags
+    assert "source=memory_store" in hit.tags and "ce_scope=user" in hit.tags
     agent = await host.stub.StoreMemory(
         capture_pb2.StoreMemoryRequest(identity=identity, text=text, scope=packet_pb2.MEMORY_SCOPE_AGENT)
     )
-    assert "/memories/agents/helper/" in agent.uri
+    assert f"/memories/notes/agent-{agent_key('helper')}/" in agent.uri
 
 
 async def test_forget_memory_tenant_isolation_and_query(capture_stack: CaptureStack) -> None:
@@ -313,7 +310,7 @@ async def test_forget_memory_tenant_isolation_and_query(capture_stack: CaptureSt
             capture_pb2.ForgetMemoryRequest(identity=bob, uri="viking://resources/x.md")
         )
     assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
-    parsed = parse_identity(alice, default_agent_id="x", default_account_id="x", session_required=False)
+    parsed = parse_identity(alice, default_agent_id="x", session_required=False)
     assert await host.openviking.stat(parsed.tenant, stored.uri)  # bob's attempt harmed nothing
     forgot = await host.stub.ForgetMemory(capture_pb2.ForgetMemoryRequest(identity=alice, query=text))
     assert list(forgot.deleted_uris) == [stored.uri], forgot
@@ -359,7 +356,7 @@ async def test_stream_state_counts_the_turns(capture_stack: CaptureStack) -> Non
     identity = new_identity()
     transcript = conversation(3)
     await play(host, identity, transcript, user_boundaries(transcript))
-    parsed = parse_identity(identity, default_agent_id="x", default_account_id="x", session_required=True)
+    parsed = parse_identity(identity, default_agent_id="x", session_required=True)
     state = await StreamStateStore(DocumentStore(host.openviking)).load(parsed)
     assert state is not None
     assert (state.turns_since_compaction, state.last_sequence, state.pending_write) == (

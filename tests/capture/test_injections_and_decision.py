@@ -17,6 +17,7 @@ from services.capture.memories import (
     unambiguous_match,
 )
 from shared.domain.identity import RequestIdentity
+from shared.domain.memory_scope import agent_key
 from shared.domain.turn_index import said_from_tags
 from shared.errors import InvalidArgument, PermissionDenied
 from shared.openviking.models.search import SearchHit
@@ -109,27 +110,33 @@ def test_capture_decision_rejects_too_long() -> None:
     assert capture_decision("x" * 101, 100).reason == "length_out_of_range"
 
 
-def test_memory_uri_is_stable_and_scoped() -> None:
-    a = memory_uri(ALICE, "I prefer dark theme", packet_pb2.MEMORY_SCOPE_USER)
-    assert a == memory_uri(ALICE, "I prefer dark theme", packet_pb2.MEMORY_SCOPE_UNSPECIFIED)
+def test_memory_uri_is_stable_scoped_and_filed_under_its_category() -> None:
+    a = memory_uri(ALICE, "I prefer dark theme", "notes", packet_pb2.MEMORY_SCOPE_USER)
     assert a.startswith("viking://~/memories/notes/i-prefer-dark-theme-") and a.endswith(".md")
-    agent = memory_uri(ALICE, "I prefer dark theme", packet_pb2.MEMORY_SCOPE_AGENT)
-    assert agent.startswith("viking://~/memories/agents/Main-Bot/")
-    assert memory_uri(ALICE, "!!!", packet_pb2.MEMORY_SCOPE_USER).startswith(
+    prefs = memory_uri(ALICE, "I prefer dark theme", "preferences", packet_pb2.MEMORY_SCOPE_USER)
+    assert prefs.startswith("viking://~/memories/preferences/i-prefer-dark-theme-")
+    agent = memory_uri(ALICE, "I prefer dark theme", "notes", packet_pb2.MEMORY_SCOPE_AGENT)
+    assert agent.startswith(f"viking://~/memories/notes/agent-{agent_key('Main-Bot')}/")
+    other = RequestIdentity(ALICE.tenant, "main-bot", "", "")
+    assert memory_uri(other, "I prefer dark theme", "notes", packet_pb2.MEMORY_SCOPE_AGENT) != agent
+    assert memory_uri(ALICE, "!!!", "notes", packet_pb2.MEMORY_SCOPE_USER).startswith(
         "viking://~/memories/notes/memory-"
     )
 
 
 def test_memory_tags_are_lower_case_and_safe() -> None:
     said = datetime(2026, 3, 4, 14, 5, tzinfo=UTC)
-    assert memory_tags(ALICE, "notes", said) == [
+    assert memory_tags(ALICE, "notes", packet_pb2.MEMORY_SCOPE_USER, said) == [
         "source=memory_store",
-        "agent=main-bot",
         "category=notes",
+        "ce_scope=user",
         "said=202603041405",
         "session=sess_1_x",
     ]
-    assert said_from_tags(memory_tags(ALICE, "notes", said)) == "2026-03-04 14:05"
+    assert said_from_tags(memory_tags(ALICE, "notes", packet_pb2.MEMORY_SCOPE_USER, said)) == "2026-03-04 14:05"
+    agent_tags = memory_tags(ALICE, "notes", packet_pb2.MEMORY_SCOPE_AGENT, said)
+    assert agent_tags[2:4] == ["ce_scope=agent", f"ce_agent={agent_key('Main-Bot')}"]
+    assert all(tag == tag.lower() for tag in agent_tags)
 
 
 @pytest.mark.parametrize(
