@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from contextengine.v1 import common_pb2, envelope_pb2
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from shared.domain.json_text import openviking_view
 from shared.openviking.models.parts import (
     ContextPart,
     MessageKind,
@@ -61,15 +62,6 @@ _ENVELOPE_ROLE = {
 
 def _json(value: object) -> common_pb2.JsonValue:
     return common_pb2.JsonValue(json=json.dumps(value, ensure_ascii=False, separators=(",", ":")))
-
-
-def _parse_json_object(raw: str) -> dict[str, object]:
-    """Tool input for OpenViking, which takes an object: non-objects are wrapped."""
-    try:
-        value = json.loads(raw) if raw else {}
-    except json.JSONDecodeError:
-        return {"raw": raw}
-    return value if isinstance(value, dict) else {"value": value}
 
 
 def message_fingerprint(message: common_pb2.ConversationMessage) -> str:
@@ -128,7 +120,7 @@ def openviking_parts(message: common_pb2.ConversationMessage) -> list[SendablePa
                 ToolPart(
                     tool_id=call.id,
                     tool_name=call.name,
-                    tool_input=_parse_json_object(call.arguments.json),
+                    tool_input=openviking_view(call.arguments.json),
                     tool_status="running",
                 )
             )

@@ -6,11 +6,12 @@ offending field as a dotted path, e.g. `messages[3].content[0].tool_result.tool_
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from contextengine.v1 import common_pb2
 
+from shared.domain.identity import check_free_text_id
+from shared.domain.json_text import check_json_text
 from shared.errors import InvalidArgument
 
 MAX_MESSAGES = 20_000
@@ -39,12 +40,7 @@ def _check_json(value: common_pb2.JsonValue, field: str, *, require_object: bool
     if not value.json:
         return
     _check_size(value.json, field)
-    try:
-        parsed = json.loads(value.json)
-    except ValueError as exc:
-        raise InvalidArgument(field, f"is not valid JSON ({exc.args[0] if exc.args else exc})") from None
-    if require_object and not isinstance(parsed, dict):
-        raise InvalidArgument(field, "must be a JSON object")
+    check_json_text(value.json, field, require_object=require_object)
 
 
 def _check_plain_block(block: common_pb2.ContentBlock, field: str) -> None:
@@ -76,8 +72,7 @@ def validate_messages(messages: Sequence[common_pb2.ConversationMessage], field:
         at = f"{field}[{i}]"
         if message.role not in _ROLES:
             raise InvalidArgument(f"{at}.role", "must be USER, ASSISTANT, TOOL_RESULT or SYSTEM")
-        if len(message.id) > MAX_ID_CHARS:
-            raise InvalidArgument(f"{at}.id", f"is longer than {MAX_ID_CHARS} characters")
+        check_free_text_id(message.id, f"{at}.id", max_chars=MAX_ID_CHARS)
         _check_json(message.host_fields, f"{at}.host_fields.json", require_object=True)
         if message.role == common_pb2.MESSAGE_ROLE_TOOL_RESULT:
             _validate_tool_result_message(message, at, seen_calls)
@@ -96,8 +91,8 @@ def _validate_block(
         call = block.tool_call
         if not call.id:
             raise InvalidArgument(f"{where}.tool_call.id", "is required")
-        if len(call.id) > MAX_ID_CHARS:
-            raise InvalidArgument(f"{where}.tool_call.id", f"is longer than {MAX_ID_CHARS} characters")
+        check_free_text_id(call.id, f"{where}.tool_call.id", max_chars=MAX_ID_CHARS)
+        check_free_text_id(call.name, f"{where}.tool_call.name", max_chars=MAX_ID_CHARS)
         if not call.name:
             raise InvalidArgument(f"{where}.tool_call.name", "is required")
         _check_json(call.arguments, f"{where}.tool_call.arguments.json")
@@ -106,6 +101,7 @@ def _validate_block(
         raise InvalidArgument(where, "tool_result blocks are only allowed in TOOL_RESULT messages")
     elif kind == "thinking":
         _check_size(block.thinking.thinking, f"{where}.thinking.thinking")
+        _check_size(block.thinking.signature, f"{where}.thinking.signature")
     else:
         _check_plain_block(block, where)
 
@@ -122,6 +118,7 @@ def _validate_tool_result_message(
     result = message.content[0].tool_result
     if not result.tool_call_id:
         raise InvalidArgument(f"{where}.tool_call_id", "is required")
+    check_free_text_id(result.tool_name, f"{where}.tool_name", max_chars=MAX_ID_CHARS)
     if result.tool_call_id not in seen_calls:
         raise InvalidArgument(f"{where}.tool_call_id", "does not match an earlier assistant tool call")
     _check_json(result.details, f"{where}.details.json")

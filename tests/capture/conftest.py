@@ -109,7 +109,7 @@ def new_identity(user: str = "", session: str = "") -> common_pb2.Identity:
 
 
 def parsed(identity: common_pb2.Identity) -> RequestIdentity:
-    return parse_identity(identity, default_agent_id="x", default_account_id="x", session_required=True)
+    return parse_identity(identity, default_agent_id="x", session_required=True)
 
 
 async def stream_state(ov: OpenVikingClient, identity: common_pb2.Identity) -> StreamState:

@@ -65,9 +65,7 @@ async def test_failed_append_is_repaired_on_the_next_delivery(
     settings = load_settings(environ={}, overrides={"baseUrl": openviking.base_url})
     async with build_openviking_client(settings) as ov:
         identity_msg = new_identity()
-        identity = parse_identity(
-            identity_msg, default_agent_id="a", default_account_id="d", session_required=True
-        )
+        identity = parse_identity(identity_msg, default_agent_id="a", session_required=True)
         transcript = conversation(3)
         states = StreamStateStore(DocumentStore(ov))
         flaky = TranscriptWriter(FlakyAppend(ov, after=after), states)  # type: ignore[arg-type]

@@ -91,9 +91,7 @@ def conversation(lines: Sequence[str], start: int = 0) -> list[common_pb2.Conver
 
 
 def request_identity(proto: common_pb2.Identity) -> RequestIdentity:
-    return parse_identity(
-        proto, default_agent_id="default", default_account_id="default", session_required=True
-    )
+    return parse_identity(proto, default_agent_id="default", session_required=True)
 
 
 class StreamWriter:
