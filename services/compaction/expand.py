@@ -13,7 +13,10 @@ Accepted references:
 
 Turns come from the archive's `messages.jsonl`, which OpenViking keeps for completed and failed
 archives alike. With a query, turns are ranked by word overlap with it; a memory without a query
-is ranked by overlap with the memory's own text.
+is ranked by overlap with the memory's own text. Each turn carries the host message exactly as
+it was sent (`ExpandedTurn.message`, the same shape Compact returns) beside its envelope view.
+Results are paged: `limit` turns per page (capped to memoryExpandMaxResults), an opaque
+`next_page_token` for the rest.
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ from shared.domain.checkpoints import (
 )
 from shared.domain.documents import DocumentStore
 from shared.domain.envelope import TURN_ID_PREFIX, PersistedTurn, texts_of, turn_envelope
-from shared.domain.identity import RequestIdentity
+from shared.domain.identity import RequestIdentity, check_free_text_id
+from shared.domain.paging import page_offset, page_token
 from shared.domain.stream_state import StreamState, StreamStateStore
 from shared.domain.turn_index import parse_turn_uri
 from shared.errors import BackendNotFound, InvalidArgument, NotFound, PermissionDenied
@@ -43,6 +47,7 @@ from shared.openviking.client import OpenVikingClient
 from shared.openviking.tenant import Tenant
 
 FIELD = "summary_or_memory_uri"
+MAX_REFERENCE_CHARS = 2048
 _SCHEME = "viking://"
 _ENGINE_SESSION = re.compile(r"^ce-([0-9a-f]{20})-g\d+$")
 _ARCHIVE = re.compile(r"^archive_\d+$")
@@ -96,9 +101,9 @@ def parse_reference(raw: str, tenant: Tenant) -> Reference:
     elif segments[0] == "session" and len(segments) >= 2:
         segments = ["user", tenant.user_id, "sessions", *segments[1:]]
     if segments[0] != "user" or len(segments) < 3:
-        raise NotFound(f"{value} is not a session, summary or memory URI in your space")
+        raise NotFound(f"{FIELD}: {value} is not a session, summary or memory URI in your space")
     if segments[1] != tenant.user_id:
-        raise PermissionDenied(f"{value} belongs to another user")
+        raise PermissionDenied(f"{FIELD}: {value} belongs to another user")
     return _reference_in_space("viking://" + "/".join(segments), segments[2:], tenant, value)
 
 
@@ -115,7 +120,7 @@ def _reference_in_space(canonical: str, rest: list[str], tenant: Tenant, value: 
         return Reference("turn", canonical, turn.session_id, first_sequence=turn.first_sequence)
     if "memories" in rest and (rest[0] == "memories" or rest[0] == "peers"):
         return Reference("memory", canonical)
-    raise NotFound(f"{value} is not a session, summary, turn or memory URI")
+    raise NotFound(f"{FIELD}: {value} is not a session, summary, turn or memory URI")
 
 
 def exchange_at(turns: list[PersistedTurn], first: int) -> list[PersistedTurn]:
@@ -153,12 +158,11 @@ class Expander:
         self._documents = documents
         self._checkpoints = CheckpointStore(documents)
 
-    def check_limit(self, limit: int) -> int:
-        if limit == 0:
-            return self._max_results
-        if limit < 0 or limit > self._max_results:
-            raise InvalidArgument("limit", f"must be between 1 and {self._max_results} (0 = default)")
-        return limit
+    def page_size(self, limit: int) -> int:
+        """`limit` capped to memoryExpandMaxResults (0 = that maximum)."""
+        if limit < 0:
+            raise InvalidArgument("limit", "must not be negative")
+        return min(limit, self._max_results) if limit else self._max_results
 
     async def _stream_state(self, tenant: Tenant, stream_id: str, deadline: float) -> StreamState | None:
         stored = await self._documents.read(tenant, StreamStateStore.uri(stream_id), deadline=deadline)
@@ -189,7 +193,7 @@ class Expander:
             return [Source(ref.session_id, "", identity.agent_id, exchange_from=ref.first_sequence)]
         state = await self._stream_state(identity.tenant, identity.stream_id, deadline)
         if state is None or not ref.uri.startswith(f"{TURN_ID_PREFIX}{identity.stream_id[:12]}-"):
-            raise NotFound(f"{ref.uri} is not a turn of this session's stream")
+            raise NotFound(f"{FIELD}: {ref.uri} is not a turn of this session's stream")
         return [Source(s, "", identity.agent_id, exact_turn=ref.uri) for s in state.sessions]
 
     async def _sources(
@@ -200,7 +204,7 @@ class Expander:
         if ref.kind == "checkpoint":
             record = await self._checkpoints.read(tenant, ref.uri, deadline=deadline)
             if record is None or not record.archive_uri:
-                raise NotFound(f"checkpoint {ref.uri} not found")
+                raise NotFound(f"{FIELD}: checkpoint {ref.uri} not found")
             return [self._source(record, identity)], ""
         if ref.kind in ("turn", "turn_id"):
             return await self._turn_sources(identity, ref, deadline), ""
@@ -215,7 +219,7 @@ class Expander:
             return [self._source(r, identity) for r in records], ""
         provenance = await self._checkpoints.read_provenance(tenant, ref.uri, deadline=deadline)
         if provenance is None or not provenance.sources:
-            raise NotFound(f"no compaction is recorded as the source of {ref.uri}")
+            raise NotFound(f"{FIELD}: no compaction is recorded as the source of {ref.uri}")
         sources: list[Source] = []
         for origin in provenance.sources:
             record = await self._checkpoints.read(tenant, origin.checkpoint_id, deadline=deadline)
@@ -285,6 +289,7 @@ class Expander:
                     ),
                     source_uri=readable,
                     match_score=score,
+                    message=turn.message,
                 )
                 candidates.append((score, turn.sequence, expanded))
         return candidates
@@ -292,19 +297,23 @@ class Expander:
     async def expand(
         self, identity: RequestIdentity, request: compaction_pb2.ExpandMemoryRequest, deadline: float
     ) -> compaction_pb2.ExpandMemoryResponse:
-        limit = self.check_limit(request.limit)
+        limit = self.page_size(request.limit)
+        offset = page_offset(request.page_token)
+        check_free_text_id(request.summary_or_memory_uri, FIELD, max_chars=MAX_REFERENCE_CHARS)
         ref = parse_reference(request.summary_or_memory_uri, identity.tenant)
         sources, memory_text = await self._sources(identity, ref, deadline)
         query = words(request.query or memory_text)
         response = compaction_pb2.ExpandMemoryResponse()
         candidates = await self._collect(identity.tenant, sources, query, response, deadline)
         if not candidates:
-            raise NotFound(f"{request.summary_or_memory_uri} has no recorded turns")
+            raise NotFound(f"{FIELD}: {request.summary_or_memory_uri} has no recorded turns")
         if query:
             candidates.sort(key=lambda c: (-c[0], c[1]))
         else:
             candidates.sort(key=lambda c: c[1])
-        response.turns.extend(c[2] for c in candidates[:limit])
+        response.turns.extend(c[2] for c in candidates[offset : offset + limit])
+        if offset + limit < len(candidates):
+            response.next_page_token = page_token(offset + limit)
         if ref.kind == "memory":
             response.readable_uris.append(ref.uri)
         return response

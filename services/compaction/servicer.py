@@ -9,11 +9,12 @@ from grpc import aio
 
 from services.compaction.compact import Compactor
 from services.compaction.expand import Expander
+from services.compaction.listing import CheckpointListing
 from shared.config import Settings
 from shared.domain.checkpoints import CheckpointRecord, CheckpointStore, finalise, is_checkpoint_id, to_proto
 from shared.domain.documents import DocumentStore
 from shared.domain.identity import request_identity
-from shared.domain.stream_state import StreamStateStore
+from shared.domain.paging import page_offset, page_token
 from shared.errors import Aborted, BackendError, InvalidArgument, NotFound
 from shared.openviking.client import OpenVikingClient
 from shared.openviking.tenant import Tenant
@@ -56,7 +57,7 @@ class CompactionServicer(compaction_pb2_grpc.CompactionServiceServicer):
         self._expander = expander
         documents = DocumentStore(openviking)
         self._checkpoints = CheckpointStore(documents)
-        self._states = StreamStateStore(documents)
+        self._listing = CheckpointListing(openviking)
 
     async def Compact(  # noqa: N802 - gRPC method name
         self, request: compaction_pb2.CompactRequest, context: Context
@@ -69,6 +70,8 @@ class CompactionServicer(compaction_pb2_grpc.CompactionServiceServicer):
             raise InvalidArgument("token_budget", "must not be negative")
         if request.current_token_count < 0:
             raise InvalidArgument("current_token_count", "must not be negative")
+        if request.trigger not in checkpoint_pb2.CompactionTrigger.values():
+            raise InvalidArgument("trigger", "is not a CompactionTrigger value")
         response = await self._compactor.compact(
             identity, request, traceparent=_traceparent(context), deadline=_deadline(context)
         )
@@ -105,26 +108,20 @@ class CompactionServicer(compaction_pb2_grpc.CompactionServiceServicer):
         deadline = _deadline(context)
         record = await self._checkpoints.read(identity.tenant, request.checkpoint_id, deadline=deadline)
         if record is None:
-            raise NotFound(f"checkpoint {request.checkpoint_id} not found")
+            raise NotFound(f"checkpoint_id: checkpoint {request.checkpoint_id} not found")
         record = await self._observed(identity.tenant, record, deadline)
         return compaction_pb2.GetCheckpointResponse(checkpoint=to_proto(record))
 
     async def ListCheckpoints(  # noqa: N802 - gRPC method name
         self, request: compaction_pb2.ListCheckpointsRequest, context: Context
     ) -> compaction_pb2.ListCheckpointsResponse:
-        identity = request_identity(request.identity, self._settings, session_required=True)
+        identity = request_identity(request.identity, self._settings, session_required=False)
         page_size = request.page_size or DEFAULT_PAGE_SIZE
         if page_size < 0 or page_size > MAX_PAGE_SIZE:
             raise InvalidArgument("page_size", f"must be between 0 and {MAX_PAGE_SIZE}")
-        try:
-            offset = int(request.page_token) if request.page_token else 0
-        except ValueError:
-            offset = -1
-        if offset < 0:
-            raise InvalidArgument("page_token", "is not a token from a previous response")
+        offset = page_offset(request.page_token)
         deadline = _deadline(context)
-        state = await self._states.load(identity, deadline=deadline)
-        ids = list(reversed(state.checkpoint_ids)) if state else []
+        ids = await self._listing.ids(identity, agent_id=request.identity.agent_id or None, deadline=deadline)
         response = compaction_pb2.ListCheckpointsResponse()
         for checkpoint_id in ids[offset : offset + page_size]:
             record = await self._checkpoints.read(identity.tenant, checkpoint_id, deadline=deadline)
@@ -132,5 +129,5 @@ class CompactionServicer(compaction_pb2_grpc.CompactionServiceServicer):
                 record = await self._observed(identity.tenant, record, deadline)
                 response.checkpoints.append(to_proto(record))
         if offset + page_size < len(ids):
-            response.next_page_token = str(offset + page_size)
+            response.next_page_token = page_token(offset + page_size)
         return response

@@ -318,7 +318,7 @@ class CheckpointStore:
 def parse_session_messages(text: str) -> list[SessionMessage]:
     """A `messages.jsonl` file: one stored message per line (unparseable lines are skipped)."""
     messages: list[SessionMessage] = []
-    for line in text.splitlines():
+    for line in text.split("\n"):
         if not line.strip():
             continue
         try:

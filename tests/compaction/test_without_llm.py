@@ -124,6 +124,7 @@ async def test_expand_returns_the_exact_archived_turns(service: Replica) -> None
             compaction_pb2.ExpandMemoryRequest(identity=who, summary_or_memory_uri=reference), timeout=60
         )
         assert [t.turn for t in expanded.turns] == expected, reference
+        assert [t.message for t in expanded.turns] == writer.written, "the exact host messages"
         assert expanded.checkpoint_id == cp.checkpoint_id
         assert set(expanded.linked_uris) == {session_uri_of(who, cp.session_id), cp.archive_uri}
         assert cp.archive_uri + "/messages.jsonl" in expanded.readable_uris
@@ -159,7 +160,8 @@ def session_uri_of(who: common_pb2.Identity, session_id: str) -> str:
         ("not a uri", 0, "INVALID_ARGUMENT"),
         ("viking://user/carol/../dave/memories/x.md", 0, "INVALID_ARGUMENT"),
         ("viking://user/carol/memories/x.md", -1, "INVALID_ARGUMENT"),
-        ("viking://user/carol/memories/x.md", 51, "INVALID_ARGUMENT"),
+        ("viking://user/carol/memories/x.md", 51, "NOT_FOUND"),  # a large limit is capped, not refused
+        ("viking://user/carol/memories/x\x00.md", 0, "INVALID_ARGUMENT"),
         ("viking://user/dave/memories/preferences/dave/editor.md", 0, "PERMISSION_DENIED"),
         ("viking://user/carol/memories/preferences/carol/unknown.md", 0, "NOT_FOUND"),
         ("viking://~/sessions/ce-0123456789abcdef0123-g0000/history/archive_009", 0, "NOT_FOUND"),
@@ -177,7 +179,8 @@ async def test_expand_rejects_bad_references(service: Replica, reference: str, l
     assert status_of(caught.value).name == code
     if code == "INVALID_ARGUMENT":
         details = caught.value.details()  # type: ignore[attr-defined]
-        assert details.startswith("limit" if limit else "summary_or_memory_uri"), details
+        assert details.startswith("limit" if limit < 0 else "summary_or_memory_uri"), details
+        assert "\x00" not in details
 
 
 async def test_checkpoint_lookups_validate_their_arguments(service: Replica) -> None:

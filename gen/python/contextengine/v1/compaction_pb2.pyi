@@ -117,11 +117,15 @@ class ExpandMemoryRequest(_message.Message):
     SUMMARY_OR_MEMORY_URI_FIELD_NUMBER: _builtins.int
     QUERY_FIELD_NUMBER: _builtins.int
     LIMIT_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     summary_or_memory_uri: _builtins.str
     """A compact summary (archive) URI, a checkpoint id or a long-term memory URI."""
     query: _builtins.str
+    """Ranks the turns by word overlap with it; empty: in transcript order (a memory: by its text)."""
     limit: _builtins.int
-    """0 means memoryExpandMaxResults."""
+    """Turns per page. 0 means memoryExpandMaxResults; larger values are capped to it."""
+    page_token: _builtins.str
+    """The next_page_token of a previous response with the same reference and query; empty: first page."""
     @_builtins.property
     def identity(self) -> _common_pb2.Identity: ...
     def __init__(
@@ -131,10 +135,11 @@ class ExpandMemoryRequest(_message.Message):
         summary_or_memory_uri: _builtins.str = ...,
         query: _builtins.str = ...,
         limit: _builtins.int = ...,
+        page_token: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["identity", b"identity"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["identity", b"identity", "limit", b"limit", "query", b"query", "summary_or_memory_uri", b"summary_or_memory_uri"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["identity", b"identity", "limit", b"limit", "page_token", b"page_token", "query", b"query", "summary_or_memory_uri", b"summary_or_memory_uri"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -147,21 +152,31 @@ class ExpandedTurn(_message.Message):
     TURN_FIELD_NUMBER: _builtins.int
     SOURCE_URI_FIELD_NUMBER: _builtins.int
     MATCH_SCORE_FIELD_NUMBER: _builtins.int
+    MESSAGE_FIELD_NUMBER: _builtins.int
     source_uri: _builtins.str
     """Where the full original can be read."""
     match_score: _builtins.float
     @_builtins.property
-    def turn(self) -> _envelope_pb2.TurnEnvelope: ...
+    def turn(self) -> _envelope_pb2.TurnEnvelope:
+        """The design's envelope view of the turn (§5.1): roles, parts, tool records, provenance."""
+
+    @_builtins.property
+    def message(self) -> _common_pb2.ConversationMessage:
+        """The host message exactly as the host sent it, byte for byte (the same shape Compact returns):
+        every block, thinking signatures and the redacted flag, images, tool-result details, host_fields.
+        """
+
     def __init__(
         self,
         *,
         turn: _envelope_pb2.TurnEnvelope | None = ...,
         source_uri: _builtins.str = ...,
         match_score: _builtins.float = ...,
+        message: _common_pb2.ConversationMessage | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["turn", b"turn"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["message", b"message", "turn", b"turn"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["match_score", b"match_score", "source_uri", b"source_uri", "turn", b"turn"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["match_score", b"match_score", "message", b"message", "source_uri", b"source_uri", "turn", b"turn"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -175,7 +190,10 @@ class ExpandMemoryResponse(_message.Message):
     TURNS_FIELD_NUMBER: _builtins.int
     READABLE_URIS_FIELD_NUMBER: _builtins.int
     CHECKPOINT_ID_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     checkpoint_id: _builtins.str
+    next_page_token: _builtins.str
+    """Set when more turns follow: pass it as page_token to read them. Empty on the last page."""
     @_builtins.property
     def linked_uris(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Session and archive URIs the summary or memory links to."""
@@ -193,10 +211,11 @@ class ExpandMemoryResponse(_message.Message):
         turns: _abc.Iterable[Global___ExpandedTurn] | None = ...,
         readable_uris: _abc.Iterable[_builtins.str] | None = ...,
         checkpoint_id: _builtins.str = ...,
+        next_page_token: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["checkpoint_id", b"checkpoint_id", "linked_uris", b"linked_uris", "readable_uris", b"readable_uris", "turns", b"turns"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["checkpoint_id", b"checkpoint_id", "linked_uris", b"linked_uris", "next_page_token", b"next_page_token", "readable_uris", b"readable_uris", "turns", b"turns"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -247,6 +266,11 @@ Global___GetCheckpointResponse: _TypeAlias = GetCheckpointResponse  # noqa: Y015
 
 @_typing.final
 class ListCheckpointsRequest(_message.Message):
+    """Newest first. With identity.session_id: that host session's checkpoints (for identity.agent_id,
+    or the configured default agent). Without it: the user's checkpoints across all their sessions,
+    only those of identity.agent_id when it is set.
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     IDENTITY_FIELD_NUMBER: _builtins.int

@@ -65,18 +65,27 @@ export interface ExpandMemoryRequest {
     | undefined;
   /** A compact summary (archive) URI, a checkpoint id or a long-term memory URI. */
   summaryOrMemoryUri: string;
+  /** Ranks the turns by word overlap with it; empty: in transcript order (a memory: by its text). */
   query: string;
-  /** 0 means memoryExpandMaxResults. */
+  /** Turns per page. 0 means memoryExpandMaxResults; larger values are capped to it. */
   limit: number;
+  /** The next_page_token of a previous response with the same reference and query; empty: first page. */
+  pageToken: string;
 }
 
 export interface ExpandedTurn {
+  /** The design's envelope view of the turn (§5.1): roles, parts, tool records, provenance. */
   turn:
     | TurnEnvelope
     | undefined;
   /** Where the full original can be read. */
   sourceUri: string;
   matchScore: number;
+  /**
+   * The host message exactly as the host sent it, byte for byte (the same shape Compact returns):
+   * every block, thinking signatures and the redacted flag, images, tool-result details, host_fields.
+   */
+  message: ConversationMessage | undefined;
 }
 
 export interface ExpandMemoryResponse {
@@ -86,6 +95,8 @@ export interface ExpandMemoryResponse {
   /** URIs that can be read for the full original context. */
   readableUris: string[];
   checkpointId: string;
+  /** Set when more turns follow: pass it as page_token to read them. Empty on the last page. */
+  nextPageToken: string;
 }
 
 export interface GetCheckpointRequest {
@@ -97,6 +108,11 @@ export interface GetCheckpointResponse {
   checkpoint: CompactCheckpoint | undefined;
 }
 
+/**
+ * Newest first. With identity.session_id: that host session's checkpoints (for identity.agent_id,
+ * or the configured default agent). Without it: the user's checkpoints across all their sessions,
+ * only those of identity.agent_id when it is set.
+ */
 export interface ListCheckpointsRequest {
   identity: Identity | undefined;
   pageSize: number;
@@ -515,7 +531,7 @@ export const CompactResponse: MessageFns<CompactResponse> = {
 };
 
 function createBaseExpandMemoryRequest(): ExpandMemoryRequest {
-  return { identity: undefined, summaryOrMemoryUri: "", query: "", limit: 0 };
+  return { identity: undefined, summaryOrMemoryUri: "", query: "", limit: 0, pageToken: "" };
 }
 
 export const ExpandMemoryRequest: MessageFns<ExpandMemoryRequest> = {
@@ -531,6 +547,9 @@ export const ExpandMemoryRequest: MessageFns<ExpandMemoryRequest> = {
     }
     if (message.limit !== 0) {
       writer.uint32(32).int32(message.limit);
+    }
+    if (message.pageToken !== "") {
+      writer.uint32(42).string(message.pageToken);
     }
     return writer;
   },
@@ -580,6 +599,14 @@ export const ExpandMemoryRequest: MessageFns<ExpandMemoryRequest> = {
             message.limit = reader.int32();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.pageToken = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -602,6 +629,11 @@ export const ExpandMemoryRequest: MessageFns<ExpandMemoryRequest> = {
         : "",
       query: isSet(object.query) ? globalThis.String(object.query) : "",
       limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      pageToken: isSet(object.pageToken)
+        ? globalThis.String(object.pageToken)
+        : isSet(object.page_token)
+        ? globalThis.String(object.page_token)
+        : "",
     };
   },
 
@@ -619,6 +651,9 @@ export const ExpandMemoryRequest: MessageFns<ExpandMemoryRequest> = {
     if (message.limit !== 0) {
       obj.limit = Math.round(message.limit);
     }
+    if (message.pageToken !== "") {
+      obj.pageToken = message.pageToken;
+    }
     return obj;
   },
 
@@ -633,12 +668,13 @@ export const ExpandMemoryRequest: MessageFns<ExpandMemoryRequest> = {
     message.summaryOrMemoryUri = object.summaryOrMemoryUri ?? "";
     message.query = object.query ?? "";
     message.limit = object.limit ?? 0;
+    message.pageToken = object.pageToken ?? "";
     return message;
   },
 };
 
 function createBaseExpandedTurn(): ExpandedTurn {
-  return { turn: undefined, sourceUri: "", matchScore: 0 };
+  return { turn: undefined, sourceUri: "", matchScore: 0, message: undefined };
 }
 
 export const ExpandedTurn: MessageFns<ExpandedTurn> = {
@@ -651,6 +687,9 @@ export const ExpandedTurn: MessageFns<ExpandedTurn> = {
     }
     if (message.matchScore !== 0) {
       writer.uint32(25).double(message.matchScore);
+    }
+    if (message.message !== undefined) {
+      ConversationMessage.encode(message.message, writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -692,6 +731,14 @@ export const ExpandedTurn: MessageFns<ExpandedTurn> = {
             message.matchScore = reader.double();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.message = ConversationMessage.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -717,6 +764,7 @@ export const ExpandedTurn: MessageFns<ExpandedTurn> = {
         : isSet(object.match_score)
         ? globalThis.Number(object.match_score)
         : 0,
+      message: isSet(object.message) ? ConversationMessage.fromJSON(object.message) : undefined,
     };
   },
 
@@ -731,6 +779,9 @@ export const ExpandedTurn: MessageFns<ExpandedTurn> = {
     if (message.matchScore !== 0) {
       obj.matchScore = floatToJson(message.matchScore);
     }
+    if (message.message !== undefined) {
+      obj.message = ConversationMessage.toJSON(message.message);
+    }
     return obj;
   },
 
@@ -744,12 +795,15 @@ export const ExpandedTurn: MessageFns<ExpandedTurn> = {
       : undefined;
     message.sourceUri = object.sourceUri ?? "";
     message.matchScore = object.matchScore ?? 0;
+    message.message = (object.message !== undefined && object.message !== null)
+      ? ConversationMessage.fromPartial(object.message)
+      : undefined;
     return message;
   },
 };
 
 function createBaseExpandMemoryResponse(): ExpandMemoryResponse {
-  return { linkedUris: [], turns: [], readableUris: [], checkpointId: "" };
+  return { linkedUris: [], turns: [], readableUris: [], checkpointId: "", nextPageToken: "" };
 }
 
 export const ExpandMemoryResponse: MessageFns<ExpandMemoryResponse> = {
@@ -765,6 +819,9 @@ export const ExpandMemoryResponse: MessageFns<ExpandMemoryResponse> = {
     }
     if (message.checkpointId !== "") {
       writer.uint32(34).string(message.checkpointId);
+    }
+    if (message.nextPageToken !== "") {
+      writer.uint32(42).string(message.nextPageToken);
     }
     return writer;
   },
@@ -814,6 +871,14 @@ export const ExpandMemoryResponse: MessageFns<ExpandMemoryResponse> = {
             message.checkpointId = reader.string();
             continue;
           }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.nextPageToken = reader.string();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -844,6 +909,11 @@ export const ExpandMemoryResponse: MessageFns<ExpandMemoryResponse> = {
         : isSet(object.checkpoint_id)
         ? globalThis.String(object.checkpoint_id)
         : "",
+      nextPageToken: isSet(object.nextPageToken)
+        ? globalThis.String(object.nextPageToken)
+        : isSet(object.next_page_token)
+        ? globalThis.String(object.next_page_token)
+        : "",
     };
   },
 
@@ -861,6 +931,9 @@ export const ExpandMemoryResponse: MessageFns<ExpandMemoryResponse> = {
     if (message.checkpointId !== "") {
       obj.checkpointId = message.checkpointId;
     }
+    if (message.nextPageToken !== "") {
+      obj.nextPageToken = message.nextPageToken;
+    }
     return obj;
   },
 
@@ -873,6 +946,7 @@ export const ExpandMemoryResponse: MessageFns<ExpandMemoryResponse> = {
     message.turns = object.turns?.map((e) => ExpandedTurn.fromPartial(e)) || [];
     message.readableUris = object.readableUris?.map((e) => e) || [];
     message.checkpointId = object.checkpointId ?? "";
+    message.nextPageToken = object.nextPageToken ?? "";
     return message;
   },
 };
