@@ -171,7 +171,7 @@ async def test_bad_inputs_are_invalid_argument_naming_the_field_and_harm_nothing
         ),
     ]
     no_user = common_pb2.Identity(session_id="s1")
-    no_session = common_pb2.Identity(user_id="alice")
+    no_session = common_pb2.Identity(account_id="acme", user_id="alice")
     cases = {
         f"messages[{len(transcript)}].role": after_turn(identity, bad_role, len(transcript)),
         "pre_prompt_message_count": after_turn(identity, transcript, len(transcript) + 1),
