@@ -96,7 +96,8 @@ async def test_multi_turn_conversation_round_trips_byte_for_byte(capture_stack: 
         assert got.SerializeToString(deterministic=True) == want.SerializeToString(deterministic=True)
     assert stored[-1][1].content[0].text.text == "and one more thing: use dark mode"
     assert sum(r.persisted_count for r in responses) == len(expected)
-    assert sum(r.injected_skipped_count for r in responses) == 2
+    # The injected recall pair (2 messages) and the stripped <relevant-memories> block (1).
+    assert sum(r.injected_skipped_count for r in responses) == 3
     assert all(r.duplicate_count == 0 for r in responses)
     assert responses[-1].last_sequence == len(transcript) - 1
     assert responses[-1].estimated_tokens > 0
