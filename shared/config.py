@@ -20,9 +20,9 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, m
 from shared.errors import ConfigurationError
 
 CONFIG_PATH_ENV = "CONTEXT_ENGINE_CONFIG"
-ENGINE_PLUGIN_IDS = ("openviking",)
-"""Plugin ids whose `plugins.entries` block is the engine's when no context-engine slot is set
-(the upstream plugin's id, which existing OpenClaw configs use)."""
+ENGINE_PLUGIN_IDS = ("viking-context-engine", "openviking")
+"""Plugin ids whose `plugins.entries` block is the engine's when no context-engine slot is set:
+this project's OpenClaw plugin, then the upstream plugin (which existing configs use)."""
 ENV_PREFIX = "CONTEXT_ENGINE_"
 # Keys of the upstream plugin that the engine accepts but has no use for.
 _UPSTREAM_IGNORED_KEYS = frozenset(

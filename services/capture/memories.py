@@ -38,6 +38,8 @@ FORGET_MIN_MARGIN = 0.1
 FORGET_CANDIDATES = 5
 _SLUG_WORD = re.compile(r"[a-z0-9]+")
 _UNSAFE_TAG_CHARS = re.compile(r"[^a-z0-9_.-]+")
+RESERVED_CATEGORY_PREFIX = "ce-"
+"""Memory directories the engine writes itself (the turn index, `ce-turns`)."""
 _CATEGORY = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 _USER_URI = re.compile(r"^viking://user/([^/]+)/memories/(.+)$")
 
@@ -110,6 +112,10 @@ def check_store_request(text: str, category: str, scope: int) -> MemoryRequest:
     category = category or "notes"
     if not _CATEGORY.match(category):
         raise InvalidArgument("category", "must match [a-z][a-z0-9_-]{0,31}")
+    if category.startswith(RESERVED_CATEGORY_PREFIX):
+        raise InvalidArgument(
+            "category", f"must not start with {RESERVED_CATEGORY_PREFIX!r} (the engine's own)"
+        )
     if scope not in (packet_pb2.MEMORY_SCOPE_UNSPECIFIED, USER, AGENT):
         raise InvalidArgument("scope", "must be MEMORY_SCOPE_USER or MEMORY_SCOPE_AGENT")
     return MemoryRequest(text.strip(), category, AGENT if scope == AGENT else USER)

@@ -14,6 +14,9 @@ MEMORY_CASES: dict[str, Case] = {
         "capture.StoreMemory", store(category="Prefs!"), "INVALID_ARGUMENT", "category"
     ),
     "category traversal": Case("capture.StoreMemory", store(category="../x"), "INVALID_ARGUMENT", "category"),
+    "category of the engine's turn index": Case(
+        "capture.StoreMemory", store(category="ce-turns"), "INVALID_ARGUMENT", "category"
+    ),
     "scope 77": Case("capture.StoreMemory", store(scope=77), "INVALID_ARGUMENT", "scope"),
     "scope -1": Case("capture.StoreMemory", store(scope=-1), "INVALID_ARGUMENT", "scope"),
     "forget without target": Case(
