@@ -133,7 +133,9 @@ def test_memory_tags_are_lower_case_and_safe() -> None:
         "said=202603041405",
         "session=sess_1_x",
     ]
-    assert said_from_tags(memory_tags(ALICE, "notes", packet_pb2.MEMORY_SCOPE_USER, said)) == "2026-03-04 14:05"
+    assert (
+        said_from_tags(memory_tags(ALICE, "notes", packet_pb2.MEMORY_SCOPE_USER, said)) == "2026-03-04 14:05"
+    )
     agent_tags = memory_tags(ALICE, "notes", packet_pb2.MEMORY_SCOPE_AGENT, said)
     assert agent_tags[2:4] == ["ce_scope=agent", f"ce_agent={agent_key('Main-Bot')}"]
     assert all(tag == tag.lower() for tag in agent_tags)
