@@ -65,6 +65,10 @@ k8s-check: install ## Validate k8s/ and the Dockerfiles offline (kustomize, kube
 test: install protos-check lint typecheck k8s-check ## Everything CI checks: drift, lint, types, k8s, unit + integration tests
 	$(BIN)/pytest -q
 
+.PHONY: chaos
+chaos: install ## Fault run (kill -9, OpenViking restart, late append, SIGTERM) under load; a few minutes
+	CHAOS_SESSIONS=10 CHAOS_TURNS=16 $(BIN)/pytest -q -s -o timeout=900 tests/chaos
+
 .PHONY: run
 run: install ## Start the local stack (embeddings, OpenViking, the three services) and play the demo turn loop
 	$(PY) -m shared.localstack.demo

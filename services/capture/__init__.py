@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
+import time
 
 from contextengine.v1 import capture_pb2_grpc
 from grpc import aio
 
-from services.capture.compaction_client import CompactionStarter
+from services.capture.compaction_client import CompactionNudger
 from services.capture.servicer import CaptureServicer
 from services.capture.transcript import TranscriptWriter
 from services.capture.triggers import TriggerThresholds
-from services.capture.turns import InflightConfirmer, TurnCapture
+from services.capture.turns import TurnCapture
 from shared.domain.documents import DocumentStore
-from shared.domain.identity import RequestIdentity
-from shared.domain.stream_state import StreamState, StreamStateStore
+from shared.domain.stream_state import StreamStateStore
 from shared.domain.turn_index_writer import TurnIndexWriter
-from shared.openviking.client import OpenVikingClient
 from shared.runtime.context import ServiceContext
 from shared.runtime.server import ServiceSpec
 
@@ -29,34 +27,20 @@ log = logging.getLogger(__name__)
 __all__ = ["SERVICE_NAME", "build_capture_service"]
 
 
-def _inflight_confirmer(openviking: OpenVikingClient) -> InflightConfirmer | None:
-    """The compaction side's `finalise_inflight` (shared.domain.checkpoints), when present."""
-    try:
-        checkpoints = importlib.import_module("shared.domain.checkpoints")
-    except ImportError:
-        return None
-    finalise_inflight = getattr(checkpoints, "finalise_inflight", None)
-    if finalise_inflight is None:
-        return None
-
-    async def confirm(identity: RequestIdentity, state: StreamState, deadline: float | None) -> None:
-        await finalise_inflight(openviking, identity, state.inflight, deadline=deadline)
-
-    return confirm
-
-
 def build_capture_service(context: ServiceContext) -> ServiceSpec:
     settings = context.settings
     states = StreamStateStore(DocumentStore(context.openviking))
-    compactions = CompactionStarter(context.compaction_target, context.client_interceptors)
+    nudger = CompactionNudger(
+        context.compaction_target, context.client_interceptors, local=context.in_process
+    )
+    writer = TranscriptWriter(context.openviking, states)
     turns = TurnCapture(
         states,
-        TranscriptWriter(context.openviking, states),
-        compactions,
+        writer,
+        nudger,
         TriggerThresholds.from_settings(settings),
         default_encoding=settings.default_encoding,
         capture_max_length=settings.capture_max_length,
-        confirm_inflight=_inflight_confirmer(context.openviking),
         index=TurnIndexWriter(context.openviking),
     )
     servicer = CaptureServicer(settings, context.openviking, turns)
@@ -65,16 +49,27 @@ def build_capture_service(context: ServiceContext) -> ServiceSpec:
         capture_pb2_grpc.add_CaptureServiceServicer_to_server(servicer, server)
 
     async def flush_on_shutdown() -> None:
-        """Commit every stream this replica touched that still has uncommitted turns."""
+        """Finish the appends this replica owns, then hand off a compaction of every stream it
+        touched that still has uncommitted turns, and deliver the nudges - within the grace."""
+        grace = max(1.0, settings.shutdown_grace_seconds)
+        deadline = time.monotonic() + grace
+        try:
+            await asyncio.wait_for(writer.drain(), timeout=grace / 2)
+        except TimeoutError:
+            log.warning("%d append(s) still running at shutdown; their claims get repaired", writer.running)
         streams = list(turns.known.by_stream.values())
         if streams:
-            log.info("flushing %d stream(s) on shutdown", len(streams))
+            log.info("handing off %d stream(s) on shutdown", len(streams))
             try:
-                await asyncio.wait_for(
-                    turns.flush(streams), timeout=max(1.0, settings.shutdown_grace_seconds)
-                )
+                await asyncio.wait_for(turns.flush(streams), timeout=max(0.5, deadline - time.monotonic()))
             except Exception:  # shutdown goes on; failures are logged per stream
-                log.warning("shutdown flush incomplete", exc_info=True)
-        await compactions.close()
+                log.warning("shutdown hand-off incomplete", exc_info=True)
+        try:
+            await asyncio.wait_for(nudger.drain(), timeout=max(0.5, deadline - time.monotonic()))
+        except TimeoutError:
+            log.warning("%d nudge(s) undelivered; the compaction sweep resumes them", nudger.pending)
+        await nudger.close()
 
-    return ServiceSpec(name=SERVICE_NAME, register=register, on_shutdown=(flush_on_shutdown,))
+    return ServiceSpec(
+        name=SERVICE_NAME, register=register, on_shutdown=(flush_on_shutdown,), needs_backend=True
+    )

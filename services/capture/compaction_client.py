@@ -1,16 +1,34 @@
-"""Starting background compactions on CompactionService (design §3.2 step 8)."""
+"""Telling CompactionService about hand-offs (design §3.2 step 8).
+
+Capture records a compaction in the stream state itself (`shared.domain.handoff`), so the
+request is durable before AfterTurn returns and no turn waits for compaction. The nudge - a
+`Compact(resume_only)` that makes a compaction replica own the stream's hand-offs, or a direct
+call when CompactionService runs in this process - runs in a task of this replica, off the
+turn's path; if it is lost (compaction down, this replica killed), the compaction sweep or the
+next call touching the stream picks the hand-off up.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import time
 from collections.abc import Callable, Sequence
 
+import grpc
 from contextengine.v1 import checkpoint_pb2, common_pb2, compaction_pb2, compaction_pb2_grpc
 from grpc import aio
 
 from shared.domain.identity import RequestIdentity
+from shared.runtime.context import InProcess
 
-COMPACT_CALL_TIMEOUT_SECONDS = 5.0
-"""A background Compact only runs phase 1 (the archive) before answering."""
+log = logging.getLogger(__name__)
+
+NUDGE_CALL_TIMEOUT_SECONDS = 5.0
+"""A nudge only makes a compaction replica own the hand-off (two small writes)."""
+NUDGE_ATTEMPTS = 3
+RENUDGE_SECONDS = 10.0
+"""A stream whose hand-off is still in flight is nudged again at most this often."""
 
 
 def identity_message(identity: RequestIdentity) -> common_pb2.Identity:
@@ -23,21 +41,25 @@ def identity_message(identity: RequestIdentity) -> common_pb2.Identity:
     )
 
 
-class CompactionStarter:
-    """One lazily opened channel to CompactionService; `start` returns the pending checkpoint."""
+class CompactionNudger:
+    """One lazily opened channel to CompactionService; nudges run in tasks of this replica."""
 
     def __init__(
         self,
         target: Callable[[], str],
         interceptors: Sequence[aio.ClientInterceptor] = (),
         *,
-        timeout: float = COMPACT_CALL_TIMEOUT_SECONDS,
+        local: InProcess | None = None,
+        call_timeout: float = NUDGE_CALL_TIMEOUT_SECONDS,
     ) -> None:
+        self._local = local
         self._target = target
         self._interceptors = list(interceptors)
-        self._timeout = timeout
+        self._call_timeout = call_timeout
         self._channel: aio.Channel | None = None
         self._stub: compaction_pb2_grpc.CompactionServiceAsyncStub | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._last: dict[str, float] = {}
 
     def _compaction(self) -> compaction_pb2_grpc.CompactionServiceAsyncStub:
         if self._stub is None:
@@ -45,31 +67,62 @@ class CompactionStarter:
             self._stub = compaction_pb2_grpc.CompactionServiceStub(self._channel)
         return self._stub
 
-    async def start(
+    def nudge(
         self,
         identity: RequestIdentity,
         trigger: checkpoint_pb2.CompactionTrigger.ValueType,
         *,
-        token_budget: int = 0,
-        current_tokens: int = 0,
-        model: str = "",
-        call_timeout: float | None = None,
-    ) -> compaction_pb2.CompactResponse:
-        """Ask for a background compaction; raises `grpc.aio.AioRpcError` on failure."""
+        again: bool = False,
+    ) -> None:
+        """Ask, in the background, for the stream's hand-offs to be owned. With `again` (an old
+        hand-off seen in flight), at most once per `RENUDGE_SECONDS` per stream."""
+        now = time.monotonic()
+        if again and now - self._last.get(identity.buffer_key, -RENUDGE_SECONDS) < RENUDGE_SECONDS:
+            return
+        self._last[identity.buffer_key] = now
+        task = asyncio.create_task(self._send(identity, trigger), name=f"nudge-{identity.buffer_key}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _send(
+        self, identity: RequestIdentity, trigger: checkpoint_pb2.CompactionTrigger.ValueType
+    ) -> None:
+        if self._local is not None and self._local.own_hand_offs is not None:
+            try:  # CompactionService runs in this process: no hop, and it works while draining
+                await asyncio.wait_for(self._local.own_hand_offs(identity), self._call_timeout)
+            except Exception as exc:  # the sweep or the next call touching the stream resumes it
+                log.warning("compaction of %s not owned yet: %s", identity.buffer_key, exc)
+            return
         request = compaction_pb2.CompactRequest(
-            identity=identity_message(identity),
-            token_budget=token_budget,
-            background=True,
-            trigger=trigger,
-            current_token_count=current_tokens,
-            model=model,
+            identity=identity_message(identity), background=True, trigger=trigger, resume_only=True
         )
-        response: compaction_pb2.CompactResponse = await self._compaction().Compact(
-            request, timeout=call_timeout or self._timeout, wait_for_ready=False
-        )
-        return response
+        for attempt in range(1, NUDGE_ATTEMPTS + 1):
+            try:
+                await self._compaction().Compact(request, timeout=self._call_timeout, wait_for_ready=False)
+                return
+            except grpc.aio.AioRpcError as exc:
+                if attempt == NUDGE_ATTEMPTS:
+                    log.warning(
+                        "compaction of %s not nudged (%s); the compaction sweep resumes it",
+                        identity.buffer_key,
+                        exc.code().name,
+                    )
+                    return
+                await asyncio.sleep(0.2 * attempt)
+
+    @property
+    def pending(self) -> int:
+        return len(self._tasks)
+
+    async def drain(self) -> None:
+        """Wait for the nudges in flight (bound it with a timeout)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
 
     async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*list(self._tasks), return_exceptions=True)
         if self._channel is not None:
             await self._channel.close()
             self._channel = None

@@ -1,4 +1,4 @@
-"""Lossless, idempotent appends of host messages to a stream's active OpenViking session.
+"""Lossless, exactly-once appends of host messages to a stream's active OpenViking session.
 
 Any replica may serve any call, so the stream state document is the only coordinator:
 
@@ -9,12 +9,20 @@ Any replica may serve any call, so the stream state document is the only coordin
 2. append the claimed messages (`add_messages`) to the claim's session;
 3. release: a second compare-and-swap clears the claim and adds the counters the triggers need.
 
-A claim left behind (crashed replica, failed append, failed release) is repaired once it is
-older than `STALE_CLAIM_SECONDS`, or at once when its owner marked it abandoned: the repairer
-takes the claim over, reads the session, keeps what landed (counting it) and rolls
-`last_sequence` back to the last landed message so that the rest is claimed again from the
-host's next delivery (the host always sends the whole transcript). Nothing is skipped and
-nothing is appended twice, whichever step fails.
+Steps 2-3 run in a task this replica owns, not in the caller's call: the caller's deadline or
+cancellation never cuts an append short. The owner refreshes the claim every
+`CLAIM_HEARTBEAT_SECONDS` while it waits for OpenViking's answer (up to
+`APPEND_TIMEOUT_SECONDS`), so a slow append is never mistaken for a dead one and never written
+again while it may still land.
+
+A claim left behind (crashed replica, or an append whose outcome is unknown) is repaired once
+it is older than `STALE_CLAIM_SECONDS`, or at once when its owner marked it abandoned: the
+repairer takes the claim over, reads the session - its archives too, since a compaction may
+have committed it meanwhile - keeps what landed (counting it) and rolls `last_sequence` back to
+the last landed message so that the rest is claimed again from the host's next delivery (the
+host always sends the whole transcript). The rolled-back range stays `unsettled`: the next
+write of those positions first looks up their turn ids in that session, so an append that
+lands after the repair read is recognised instead of appended a second time.
 """
 
 from __future__ import annotations
@@ -28,7 +36,8 @@ from datetime import UTC, datetime, timedelta
 
 from contextengine.v1 import common_pb2
 
-from shared.domain.envelope import HOST_ID_PREFIX, openviking_message, persisted_turn, texts_of
+from services.compaction.transcript import session_turns
+from shared.domain.envelope import HOST_ID_PREFIX, openviking_message, texts_of
 from shared.domain.identity import RequestIdentity
 from shared.domain.stream_state import PendingWrite, StreamState, StreamStateStore, utc_now
 from shared.errors import Aborted, BackendNotFound
@@ -40,7 +49,11 @@ from shared.tokens import TokenCounter
 log = logging.getLogger(__name__)
 
 STALE_CLAIM_SECONDS = 30.0
-"""A claim older than this belongs to a replica that died or hung; it is repaired."""
+"""A claim not refreshed for this long belongs to a replica that died; it is repaired."""
+CLAIM_HEARTBEAT_SECONDS = 5.0
+"""How often the owner of a claim refreshes it while its append runs."""
+APPEND_TIMEOUT_SECONDS = 120.0
+"""How long an append waits for OpenViking's answer (an unanswered append has an unknown outcome)."""
 ABANDONED_AT = datetime(1970, 1, 1, tzinfo=UTC)
 """`claimed_at` of a claim its owner gave up on (repair it right away)."""
 CLAIM_POLL_SECONDS = 0.03
@@ -70,6 +83,10 @@ class ClaimPlan:
 Planner = Callable[[StreamState], ClaimPlan | None]
 """Given the current state, the range to claim (None: nothing left to claim)."""
 
+ReleaseHook = Callable[[StreamState], None]
+"""Called inside the release compare-and-swap with the released state; may change it further
+(e.g. hand a compaction off) so that both are stored atomically."""
+
 
 @dataclass
 class WriteResult:
@@ -81,6 +98,8 @@ class WriteResult:
     claimed_end: int = -1
     host_id_duplicates: int = 0
     """Messages skipped because their host id was already in the session (Ingest)."""
+    released: StreamState | None = None
+    """The state right after the release, before `on_release` changed it."""
 
 
 def _is_stale(claim: PendingWrite, now: datetime) -> bool:
@@ -98,6 +117,10 @@ def _add_counts(state: StreamState, turns: int, tokens: int) -> None:
     state.turns_since_compaction += turns
     state.tokens_since_compaction += tokens
     state.active_tokens += tokens
+
+
+def _overlapping(unsettled: Sequence[PendingWrite], start: int, end: int) -> list[PendingWrite]:
+    return [u for u in unsettled if u.start_sequence <= end and start <= u.end_sequence]
 
 
 def _claimer(
@@ -126,6 +149,62 @@ def _claimer(
     return claim
 
 
+class ClaimHolder:
+    """Keeps a claim fresh while its owner works; `claim` is always the version stored."""
+
+    def __init__(
+        self,
+        states: StreamStateStore,
+        identity: RequestIdentity,
+        claim: PendingWrite,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self._states = states
+        self._identity = identity
+        self._clock = clock
+        self.claim = claim
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> ClaimHolder:
+        self._task = asyncio.create_task(self._beat(), name=f"claim-heartbeat-{self._identity.buffer_key}")
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        """Stop refreshing; waits for a refresh in flight so that `claim` is what is stored."""
+        self._stop.set()
+        if self._task is not None:
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    async def _beat(self) -> None:
+        while True:
+            try:
+                await asyncio.wait_for(self._stop.wait(), CLAIM_HEARTBEAT_SECONDS)
+                return
+            except TimeoutError:
+                pass
+            try:
+                if not await self._refresh():
+                    return  # repaired by another replica meanwhile
+            except Exception:  # the next beat tries again; a repairer may take over meanwhile
+                log.warning("could not refresh claim of %s", self._identity.buffer_key, exc_info=True)
+
+    async def _refresh(self) -> bool:
+        held = self.claim
+        fresher = held.model_copy(update={"claimed_at": self._clock()})
+
+        def refresh(current: StreamState) -> StreamState | None:
+            if current.pending_write != held:
+                return None
+            current.pending_write = fresher
+            return current
+
+        _, written = await self._states.update(self._identity, refresh)
+        if written:
+            self.claim = fresher
+        return written
+
+
 class TranscriptWriter:
     def __init__(
         self,
@@ -133,10 +212,23 @@ class TranscriptWriter:
         states: StreamStateStore,
         *,
         clock: Callable[[], datetime] = utc_now,
+        append_timeout: float = APPEND_TIMEOUT_SECONDS,
     ) -> None:
         self._ov = openviking
         self._states = states
         self._clock = clock
+        self._append_timeout = append_timeout
+        self._jobs: set[asyncio.Task[WriteResult]] = set()
+
+    @property
+    def running(self) -> int:
+        """Appends this replica still owns (they finish even when their caller went away)."""
+        return len(self._jobs)
+
+    async def drain(self) -> None:
+        """Wait until every append this replica owns has finished (bound it with a timeout)."""
+        while self._jobs:
+            await asyncio.gather(*list(self._jobs), return_exceptions=True)
 
     async def write(
         self,
@@ -145,51 +237,108 @@ class TranscriptWriter:
         counter: TokenCounter,
         *,
         dedupe_host_ids: bool = False,
+        on_release: ReleaseHook | None = None,
         deadline: float | None = None,
     ) -> WriteResult:
-        """Claim with `planner`, append, release. Raises `Aborted` if the stream stays busy."""
+        """Claim with `planner`, append, release. Raises `Aborted` if the stream stays busy.
+
+        Once claimed, the append and the release run to the end in a task of this replica
+        whatever happens to the caller (deadline, cancellation).
+        """
         claim, plan, state = await self._claim(identity, planner, counter, deadline)
         if claim is None or plan is None:
             return WriteResult(state=state, session_id=state.active_session)
-        kept = [c for c in plan.candidates if c.message is not None]
-        duplicates = 0
-        new_last = plan.end
-        if dedupe_host_ids:
-            kept, duplicates = await self._drop_known_host_ids(
-                identity.tenant, claim.session_id, kept, deadline
+        job = asyncio.create_task(
+            self._append_and_release(
+                identity,
+                claim,
+                plan,
+                state,
+                counter=counter,
+                dedupe_host_ids=dedupe_host_ids,
+                on_release=on_release,
+            ),
+            name=f"append-{identity.buffer_key}-{plan.start}",
+        )
+        self._jobs.add(job)
+        job.add_done_callback(self._finished)
+        return await asyncio.shield(job)
+
+    def _finished(self, job: asyncio.Task[WriteResult]) -> None:
+        """Forget a finished append; its error was the caller's (if it still waited) and is
+        covered by the claim repair, so it is retrieved here rather than reported as lost."""
+        self._jobs.discard(job)
+        if not job.cancelled():
+            job.exception()
+
+    async def _append_and_release(
+        self,
+        identity: RequestIdentity,
+        claim: PendingWrite,
+        plan: ClaimPlan,
+        claimed_state: StreamState,
+        *,
+        counter: TokenCounter,
+        dedupe_host_ids: bool,
+        on_release: ReleaseHook | None,
+    ) -> WriteResult:
+        async with ClaimHolder(self._states, identity, claim, self._clock) as holder:
+            kept = [c for c in plan.candidates if c.message is not None]
+            duplicates = 0
+            new_last = plan.end
+            try:
+                if dedupe_host_ids:
+                    kept, duplicates = await self._drop_known_host_ids(
+                        identity.tenant, claim.session_id, kept
+                    )
+                    # Renumber: positions are only stable for AfterTurn; Ingest continues the stream.
+                    kept = [replace(c, sequence=plan.start + i) for i, c in enumerate(kept)]
+                    new_last = plan.start + len(kept) - 1
+                landed = await self._landed_late(identity.tenant, claimed_state, plan)
+                to_append = [c for c in kept if c.sequence not in landed]
+                if to_append:
+                    await self._ov.add_messages(
+                        identity.tenant,
+                        claim.session_id,
+                        [
+                            openviking_message(identity.stream_id, c.sequence, c.message, c.used_context_uris)
+                            for c in to_append
+                            if c.message is not None
+                        ],
+                        call_timeout=self._append_timeout,
+                    )
+            except BaseException:
+                await holder.__aexit__()
+                await self._abandon(identity, holder.claim)
+                raise
+        if landed:
+            log.warning(
+                "%d message(s) of %s landed late from an earlier append; not appended again",
+                len(landed),
+                identity.buffer_key,
             )
-            # Renumber: positions are only stable for AfterTurn; Ingest continues the stream.
-            kept = [replace(c, sequence=plan.start + i) for i, c in enumerate(kept)]
-            new_last = plan.start + len(kept) - 1
         messages = [c.message for c in kept if c.message is not None]
-        try:
-            if kept:
-                await self._ov.add_messages(
-                    identity.tenant,
-                    claim.session_id,
-                    [
-                        openviking_message(identity.stream_id, c.sequence, m, c.used_context_uris)
-                        for c, m in zip(kept, messages, strict=True)
-                    ],
-                    deadline=deadline,
-                )
-        except BaseException:
-            await self._abandon(identity, claim)
-            raise
         turns, tokens = _counts(messages, counter)
+        held = holder.claim
+        released: list[StreamState] = []
 
         def release(current: StreamState) -> StreamState | None:
-            if current.pending_write != claim:
+            released.clear()
+            if current.pending_write != held:
                 return None  # repaired by another replica meanwhile; it counted what landed
             current.pending_write = None
             current.last_sequence = new_last
+            current.unsettled = [u for u in current.unsettled if u.end_sequence > new_last]
             _add_counts(current, turns, tokens)
+            released.append(current.model_copy(deep=True))
+            if on_release is not None:
+                on_release(current)
             return current
 
         try:
-            state, _ = await self._states.update(identity, release, deadline=deadline)
+            state, _ = await self._states.update(identity, release)
         except BaseException:
-            await self._abandon(identity, claim)
+            await self._abandon(identity, held)
             raise
         return WriteResult(
             state=state,
@@ -198,7 +347,18 @@ class TranscriptWriter:
             claimed_start=plan.start,
             claimed_end=plan.end,
             host_id_duplicates=duplicates,
+            released=released[0] if released else None,
         )
+
+    async def _landed_late(self, tenant: Tenant, state: StreamState, plan: ClaimPlan) -> set[int]:
+        """Positions of the plan that an earlier, repaired append stored after all."""
+        overlapping = _overlapping(state.unsettled, plan.start, plan.end)
+        found: set[int] = set()
+        for session_id in dict.fromkeys(u.session_id for u in overlapping):
+            for turn in await session_turns(self._ov, tenant, session_id):
+                if plan.start <= turn.sequence <= plan.end:
+                    found.add(turn.sequence)
+        return found
 
     async def _claim(
         self, identity: RequestIdentity, planner: Planner, counter: TokenCounter, deadline: float | None
@@ -246,7 +406,7 @@ class TranscriptWriter:
         *,
         deadline: float | None = None,
     ) -> None:
-        """Take over a stale claim, keep what landed, roll back past what did not."""
+        """Take over a stale claim, keep what landed (live or archived), roll back past the rest."""
         takeover = stale.model_copy(update={"claimed_at": self._clock()})
 
         def take(current: StreamState) -> StreamState | None:
@@ -258,7 +418,11 @@ class TranscriptWriter:
         _, won = await self._states.update(identity, take, deadline=deadline)
         if not won:
             return
-        landed = await self._landed(identity.tenant, stale, deadline)
+        landed = {
+            turn.sequence: turn.message
+            for turn in await session_turns(self._ov, identity.tenant, stale.session_id, deadline=deadline)
+            if stale.start_sequence <= turn.sequence <= stale.end_sequence
+        }
         turns, tokens = _counts(list(landed.values()), counter)
         new_last = max(landed) if landed else stale.start_sequence - 1
         log.warning(
@@ -269,27 +433,20 @@ class TranscriptWriter:
             len(landed),
             new_last,
         )
+        rolled_back = []
+        if new_last < stale.end_sequence:
+            rolled_back.append(stale.model_copy(update={"start_sequence": new_last + 1}))
 
         def finish(current: StreamState) -> StreamState | None:
             if current.pending_write != takeover:
                 return None
             current.pending_write = None
             current.last_sequence = new_last
+            current.unsettled = [*current.unsettled, *rolled_back]
             _add_counts(current, turns, tokens)
             return current
 
         await self._states.update(identity, finish, deadline=deadline)
-
-    async def _landed(
-        self, tenant: Tenant, claim: PendingWrite, deadline: float | None
-    ) -> dict[int, common_pb2.ConversationMessage]:
-        """Messages of the claimed range found in the session, by position."""
-        found: dict[int, common_pb2.ConversationMessage] = {}
-        for stored in await self.session_messages(tenant, claim.session_id, deadline):
-            turn = persisted_turn(stored)
-            if turn and claim.start_sequence <= turn.sequence <= claim.end_sequence:
-                found[turn.sequence] = turn.message
-        return found
 
     async def session_messages(
         self, tenant: Tenant, session_id: str, deadline: float | None
@@ -304,13 +461,13 @@ class TranscriptWriter:
         return list(context.messages)
 
     async def _drop_known_host_ids(
-        self, tenant: Tenant, session_id: str, candidates: list[Candidate], deadline: float | None
+        self, tenant: Tenant, session_id: str, candidates: list[Candidate]
     ) -> tuple[list[Candidate], int]:
         if not any(c.message is not None and c.message.id for c in candidates):
             return candidates, 0
         known = {
             ident[len(HOST_ID_PREFIX) :]
-            for stored in await self.session_messages(tenant, session_id, deadline)
+            for stored in await self.session_messages(tenant, session_id, None)
             for ident in stored.source_message_ids
             if ident.startswith(HOST_ID_PREFIX) and len(ident) > len(HOST_ID_PREFIX)
         }

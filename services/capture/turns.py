@@ -5,21 +5,25 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from contextengine.v1 import checkpoint_pb2, common_pb2
 
-from services.capture.compaction_client import CompactionStarter
+from services.capture.compaction_client import CompactionNudger
 from services.capture.decision import capture_decision
 from services.capture.injections import CleanedMessage, clean_transcript
 from services.capture.transcript import Candidate, ClaimPlan, TranscriptWriter, WriteResult
 from services.capture.triggers import TriggerThresholds, fired_trigger
+from shared.domain.checkpoints import new_checkpoint_id
+from shared.domain.handoff import compaction_inflight_for_active, hand_off
 from shared.domain.identity import RequestIdentity
 from shared.domain.stream_state import StreamState, StreamStateStore, utc_now
 from shared.domain.turn_index import IndexedMessage
 from shared.domain.turn_index_writer import TurnIndexWriter
+from shared.errors import Aborted
+from shared.telemetry.tracing import current_traceparent
 from shared.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
@@ -27,8 +31,8 @@ log = logging.getLogger(__name__)
 Role = common_pb2.MessageRole
 Trigger = checkpoint_pb2.CompactionTrigger
 
-InflightConfirmer = Callable[[RequestIdentity, StreamState, "float | None"], Awaitable[None]]
-"""Confirms the stream's in-flight compactions (design §3.2 step 0) before a write."""
+FLUSH_WAIT_SECONDS = 3.0
+"""A flush waits this long for a write in progress on the session before giving up (ABORTED)."""
 
 
 @dataclass
@@ -61,14 +65,6 @@ class KnownStreams:
         ]
 
 
-def has_uncommitted_turns(state: StreamState) -> bool:
-    return state.turns_since_compaction > 0 or state.tokens_since_compaction > 0
-
-
-def compaction_inflight_for_active(state: StreamState) -> bool:
-    return any(c.session_id == state.active_session for c in state.inflight)
-
-
 def _new_user_text(cleaned: Sequence[CleanedMessage]) -> str:
     texts = [
         block.text.text
@@ -85,33 +81,60 @@ class TurnCapture:
         self,
         states: StreamStateStore,
         writer: TranscriptWriter,
-        compactions: CompactionStarter,
+        nudger: CompactionNudger,
         thresholds: TriggerThresholds,
         *,
         default_encoding: str,
         capture_max_length: int,
-        confirm_inflight: InflightConfirmer | None = None,
         index: TurnIndexWriter | None = None,
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self._states = states
         self._writer = writer
-        self._compactions = compactions
+        self._nudger = nudger
         self._thresholds = thresholds
         self._default_encoding = default_encoding
         self._capture_max_length = capture_max_length
-        self._confirm_inflight = confirm_inflight
         self._index = index
         self._clock = clock
         self.known = KnownStreams()
 
-    async def _before_write(self, identity: RequestIdentity, deadline: float | None) -> None:
-        self.known.touch(identity)
-        if self._confirm_inflight is None:
-            return
-        state = await self._states.load(identity, deadline=deadline)
-        if state is not None and state.inflight:
-            await self._confirm_inflight(identity, state, deadline)
+    def _trigger_hand_off(
+        self, identity: RequestIdentity, token_budget: int, fired: list[Trigger.ValueType]
+    ) -> Callable[[StreamState], None]:
+        """The release hook: when a trigger fires, hand the compaction off in the same CAS."""
+        checkpoint_id = new_checkpoint_id(identity.stream_id)
+        traceparent = current_traceparent()
+
+        def maybe_hand_off(state: StreamState) -> None:
+            fired.clear()
+            now = self._clock()
+            trigger = fired_trigger(state, self._thresholds, token_budget=token_budget, now=now)
+            if trigger == checkpoint_pb2.COMPACTION_TRIGGER_UNSPECIFIED or compaction_inflight_for_active(
+                state
+            ):
+                return
+            if isinstance(
+                hand_off(state, checkpoint_id, now=now, trigger=trigger, traceparent=traceparent), StreamState
+            ):
+                fired.append(trigger)
+
+        return maybe_hand_off
+
+    def _after_write(
+        self,
+        identity: RequestIdentity,
+        state: StreamState,
+        outcome: TurnOutcome,
+        fired: Sequence[Trigger.ValueType],
+    ) -> None:
+        """Nudge compaction about a new hand-off now, about an older one still in flight now and then."""
+        if fired:
+            outcome.trigger = fired[0]
+            outcome.checkpoint_id = state.checkpoint_ids[-1]
+            self._nudger.nudge(identity, fired[0])
+        elif state.inflight:
+            self._nudger.nudge(identity, checkpoint_pb2.COMPACTION_TRIGGER_UNSPECIFIED, again=True)
 
     async def _index_persisted(
         self, identity: RequestIdentity, result: WriteResult, deadline: float | None
@@ -134,7 +157,7 @@ class TurnCapture:
         deadline: float | None = None,
     ) -> TurnOutcome:
         """Persist every host message not yet persisted (sequence = transcript position)."""
-        await self._before_write(identity, deadline)
+        self.known.touch(identity)
         cleaned = clean_transcript(messages)
         counter = TokenCounter.for_model(model, self._default_encoding)
         last = len(messages) - 1
@@ -152,8 +175,16 @@ class TurnCapture:
                 ],
             )
 
-        result = await self._writer.write(identity, plan, counter, deadline=deadline)
+        fired: list[Trigger.ValueType] = []
+        result = await self._writer.write(
+            identity,
+            plan,
+            counter,
+            on_release=self._trigger_hand_off(identity, token_budget, fired),
+            deadline=deadline,
+        )
         await self._index_persisted(identity, result, deadline)
+        released = result.released or result.state
         claimed = range(result.claimed_start, result.claimed_end + 1)
         outcome = TurnOutcome(
             persisted_count=len(result.persisted),
@@ -163,14 +194,14 @@ class TurnCapture:
                 if i not in claimed and not cleaned[i].injected
             ),
             injected_skipped_count=sum(cleaned[i].skipped for i in claimed),
-            last_sequence=result.state.last_sequence,
+            last_sequence=released.last_sequence,
             session_id=result.session_id,
-            estimated_tokens=result.state.active_tokens,
+            estimated_tokens=released.active_tokens,
             capture_worthy=capture_decision(
                 _new_user_text(cleaned[pre_prompt_message_count:]), self._capture_max_length
             ).worthy,
         )
-        await self._maybe_compact(identity, result.state, outcome, token_budget=token_budget, model=model)
+        self._after_write(identity, result.state, outcome, fired)
         return outcome
 
     async def ingest(
@@ -181,7 +212,7 @@ class TurnCapture:
         deadline: float | None = None,
     ) -> TurnOutcome:
         """Append messages after the stream's last position; host ids already stored are skipped."""
-        await self._before_write(identity, deadline)
+        self.known.touch(identity)
         cleaned = clean_transcript(messages)
         counter = TokenCounter.for_model("", self._default_encoding)
 
@@ -206,29 +237,6 @@ class TurnCapture:
             estimated_tokens=result.state.active_tokens,
         )
 
-    async def _maybe_compact(
-        self,
-        identity: RequestIdentity,
-        state: StreamState,
-        outcome: TurnOutcome,
-        *,
-        token_budget: int,
-        model: str,
-    ) -> None:
-        trigger = fired_trigger(state, self._thresholds, token_budget=token_budget, now=self._clock())
-        if trigger == checkpoint_pb2.COMPACTION_TRIGGER_UNSPECIFIED or compaction_inflight_for_active(state):
-            return
-        try:
-            response = await self._compactions.start(
-                identity, trigger, token_budget=token_budget, current_tokens=state.active_tokens, model=model
-            )
-        except Exception:  # the next turn re-evaluates; the write already succeeded
-            log.warning("background compaction of %s (%s) failed to start", identity.buffer_key,
-                        Trigger.Name(trigger), exc_info=True)  # fmt: skip
-            return
-        outcome.trigger = trigger
-        outcome.checkpoint_id = response.checkpoint.checkpoint_id
-
     async def flush(
         self, identities: Sequence[RequestIdentity], *, deadline: float | None = None
     ) -> list[checkpoint_pb2.CompactCheckpoint]:
@@ -251,14 +259,36 @@ class TurnCapture:
     async def _flush_one(
         self, identity: RequestIdentity, deadline: float | None
     ) -> checkpoint_pb2.CompactCheckpoint | None:
-        state = await self._states.load(identity, deadline=deadline)
-        if state is None or not has_uncommitted_turns(state) or compaction_inflight_for_active(state):
+        """Hand off a FLUSH compaction of the stream's uncommitted turns (durable on return)."""
+        checkpoint_id = new_checkpoint_id(identity.stream_id)
+        give_up = time.monotonic() + FLUSH_WAIT_SECONDS
+        outcome: list[StreamState | bool | None] = []
+
+        def flush(state: StreamState) -> StreamState | None:
+            result = hand_off(
+                state, checkpoint_id, now=self._clock(), trigger=checkpoint_pb2.COMPACTION_TRIGGER_FLUSH
+            )
+            outcome[:] = [result]
+            return result if isinstance(result, StreamState) else None
+
+        while True:
+            outcome.clear()
+            state, written = await self._states.update(identity, flush, deadline=deadline)
+            if written or not outcome or outcome[0] is not False:
+                break
+            if time.monotonic() > give_up:
+                raise Aborted(f"a turn of {identity.buffer_key} is being written; retry the flush")
+            await asyncio.sleep(0.1)
+        if state.inflight:
+            self._nudger.nudge(identity, checkpoint_pb2.COMPACTION_TRIGGER_FLUSH)
+        if not written:
             return None
-        timeout = None if deadline is None else max(0.1, deadline - time.monotonic())
-        response = await self._compactions.start(
-            identity,
-            checkpoint_pb2.COMPACTION_TRIGGER_FLUSH,
-            current_tokens=state.active_tokens,
-            call_timeout=timeout,
+        entry = state.inflight[-1]
+        return checkpoint_pb2.CompactCheckpoint(
+            checkpoint_id=entry.checkpoint_id,
+            session_id=entry.session_id,
+            status=checkpoint_pb2.CHECKPOINT_STATUS_PENDING,
+            trigger=checkpoint_pb2.COMPACTION_TRIGGER_FLUSH,
+            host_session_id=identity.session_id,
+            agent_id=identity.agent_id,
         )
-        return response.checkpoint if response.HasField("checkpoint") else None

@@ -10,8 +10,16 @@ from grpc import aio
 from services.compaction.compact import Compactor
 from services.compaction.expand import Expander
 from services.compaction.listing import CheckpointListing
+from services.compaction.worker import CompactionWorker
 from shared.config import Settings
-from shared.domain.checkpoints import CheckpointRecord, CheckpointStore, finalise, is_checkpoint_id, to_proto
+from shared.domain.checkpoints import (
+    CheckpointRecord,
+    CheckpointStore,
+    finalise,
+    is_checkpoint_id,
+    stream_identity,
+    to_proto,
+)
 from shared.domain.documents import DocumentStore
 from shared.domain.identity import request_identity
 from shared.domain.paging import page_offset, page_token
@@ -49,9 +57,15 @@ def _traceparent(context: Context) -> str:
 
 class CompactionServicer(compaction_pb2_grpc.CompactionServiceServicer):
     def __init__(
-        self, settings: Settings, openviking: OpenVikingClient, compactor: Compactor, expander: Expander
+        self,
+        settings: Settings,
+        openviking: OpenVikingClient,
+        compactor: Compactor,
+        expander: Expander,
+        worker: CompactionWorker,
     ) -> None:
         self._settings = settings
+        self._worker = worker
         self._ov = openviking
         self._compactor = compactor
         self._expander = expander
@@ -89,13 +103,26 @@ class CompactionServicer(compaction_pb2_grpc.CompactionServiceServicer):
         return await self._expander.expand(identity, request, _deadline(context))
 
     async def _observed(self, tenant: Tenant, record: CheckpointRecord, deadline: float) -> CheckpointRecord:
-        """An observer finalises a pending checkpoint whose task ended (e.g. its replica died)."""
+        """An observer finalises a pending checkpoint whose task ended and makes sure the
+        hand-off has a live owner (e.g. its replica died)."""
         if record.is_terminal:
             return record
         try:
-            return await finalise(self._ov, tenant, record.checkpoint_id, deadline=deadline) or record
+            record = await finalise(self._ov, tenant, record.checkpoint_id, deadline=deadline) or record
+            if not record.is_terminal:
+                await self._worker.own_stream(stream_identity(tenant, record), deadline=deadline)
         except (BackendError, Aborted):
-            return record
+            pass
+        return record
+
+    async def _read_or_own(
+        self, tenant: Tenant, checkpoint_id: str, deadline: float
+    ) -> CheckpointRecord | None:
+        """The stored checkpoint; a hand-off whose document is not written yet is owned first."""
+        record = await self._checkpoints.read(tenant, checkpoint_id, deadline=deadline)
+        if record is None:
+            record = await self._worker.own_by_id(tenant, checkpoint_id, deadline=deadline)
+        return record
 
     async def GetCheckpoint(  # noqa: N802 - gRPC method name
         self, request: compaction_pb2.GetCheckpointRequest, context: Context
@@ -106,7 +133,7 @@ class CompactionServicer(compaction_pb2_grpc.CompactionServiceServicer):
         if not is_checkpoint_id(request.checkpoint_id):
             raise InvalidArgument("checkpoint_id", "is not a checkpoint id (cp-...)")
         deadline = _deadline(context)
-        record = await self._checkpoints.read(identity.tenant, request.checkpoint_id, deadline=deadline)
+        record = await self._read_or_own(identity.tenant, request.checkpoint_id, deadline)
         if record is None:
             raise NotFound(f"checkpoint_id: checkpoint {request.checkpoint_id} not found")
         record = await self._observed(identity.tenant, record, deadline)
@@ -124,7 +151,7 @@ class CompactionServicer(compaction_pb2_grpc.CompactionServiceServicer):
         ids = await self._listing.ids(identity, agent_id=request.identity.agent_id or None, deadline=deadline)
         response = compaction_pb2.ListCheckpointsResponse()
         for checkpoint_id in ids[offset : offset + page_size]:
-            record = await self._checkpoints.read(identity.tenant, checkpoint_id, deadline=deadline)
+            record = await self._read_or_own(identity.tenant, checkpoint_id, deadline)
             if record is not None:
                 record = await self._observed(identity.tenant, record, deadline)
                 response.checkpoints.append(to_proto(record))

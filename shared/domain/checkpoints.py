@@ -9,8 +9,10 @@ back to the checkpoint, the OpenViking session and archive, and the archived tur
 
 `finalise` turns a PENDING checkpoint whose OpenViking task reached a terminal state into
 COMPLETED (summary, memory URIs, provenance, memory tags) or FAILED (reason); it is safe to run
-twice or concurrently from any replica (compare-and-swap on every document). Capture calls
-`finalise_inflight` to confirm completion on its next check.
+twice or concurrently from any replica (compare-and-swap on every document). A checkpoint whose
+commit is not recorded is reconciled with what OpenViking holds: when the session has an
+archive, that archive is the commit (never a false FAILED); the commit itself is made by the
+compaction worker that owns the hand-off (`services.compaction.worker`).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import re
 import secrets
 import time
 from collections.abc import Callable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from contextengine.v1 import checkpoint_pb2
 from google.protobuf.timestamp_pb2 import Timestamp
@@ -31,7 +33,7 @@ from pydantic import BaseModel, Field, ValidationError
 from shared.domain.documents import ENGINE_ROOT, DocumentStore
 from shared.domain.envelope import PersistedTurn, persisted_turn
 from shared.domain.identity import RequestIdentity
-from shared.domain.stream_state import InflightCompaction, StreamState, StreamStateStore, stream_dir
+from shared.domain.stream_state import StreamState, StreamStateStore, stream_dir
 from shared.errors import Aborted, BackendError, BackendNotFound
 from shared.openviking.client import OpenVikingClient
 from shared.openviking.models.sessions import SessionMessage
@@ -47,8 +49,6 @@ _CHECKPOINT_ID = re.compile(r"^cp-([0-9a-f]{20})-(\d{13})-([0-9a-f]{6})$")
 _ARCHIVE_ID = re.compile(r"archive_(\d+)$")
 PROVENANCE_DIR = f"{ENGINE_ROOT}/provenance"
 MAX_CAS_ATTEMPTS = 12
-STALE_CLAIM = timedelta(minutes=5)
-"""A checkpoint without a commit task after this long was abandoned by a dead replica."""
 # OpenViking's no-LLM working-memory fallback ("# Session Summary / **Overview**: N turns, M messages").
 _FALLBACK_SUMMARY = re.compile(
     r"^\s*(?:#\s*Session Summary\s*)?\**Overview\**:\s*\d+ turns?, \d+ messages?\s*$", re.IGNORECASE
@@ -128,6 +128,9 @@ class CheckpointRecord(BaseModel):
     extracted_memory_uris: list[str] = Field(default_factory=list)
     failure_reason: str = ""
     origin_traceparent: str = ""
+    owner: str = ""
+    """The compaction replica working on it while `lease_until` is in the future."""
+    lease_until: datetime | None = None
 
     @property
     def is_terminal(self) -> bool:
@@ -446,7 +449,7 @@ async def _record_memories(
     return uris
 
 
-async def _forget_inflight(
+async def forget_inflight(
     states: StreamStateStore, identity: RequestIdentity, checkpoint_id: str, deadline: float | None
 ) -> None:
     def drop(state: StreamState) -> StreamState | None:
@@ -463,38 +466,85 @@ def stream_identity(tenant: Tenant, record: CheckpointRecord) -> RequestIdentity
     return RequestIdentity(tenant, record.agent_id, record.host_session_id, "")
 
 
-async def _recover_commit(
+async def session_archives(
+    openviking: OpenVikingClient, tenant: Tenant, session_id: str, *, deadline: float | None = None
+) -> list[str]:
+    """URIs of the session's archives, oldest first (none when the session was never committed)."""
+    try:
+        listing = await openviking.ls(tenant, f"{session_uri(tenant, session_id)}/history", deadline=deadline)
+    except BackendNotFound:
+        return []
+    return sorted(
+        entry.uri.rstrip("/")
+        for entry in listing.entries
+        if entry.is_dir and _ARCHIVE_ID.search(entry.uri.rstrip("/"))
+    )
+
+
+async def _commit_task_id(
+    openviking: OpenVikingClient, tenant: Tenant, session_id: str, archive_uri: str, deadline: float | None
+) -> str:
+    """The commit task that wrote `archive_uri`, when OpenViking still lists it."""
+    tasks = await openviking.list_tasks(
+        tenant, resource_id=session_id, task_type="session_commit", limit=20, deadline=deadline
+    )
+    wanted = archive_uri.rstrip("/")
+    return next((t.task_id for t in tasks if (t.archive_uri or "").rstrip("/") == wanted), "")
+
+
+async def attach_commit(
+    openviking: OpenVikingClient,
+    store: CheckpointStore,
+    tenant: Tenant,
+    checkpoint_id: str,
+    *,
+    archive_uri: str,
+    task_id: str,
+    deadline: float | None = None,
+) -> CheckpointRecord | None:
+    """Record the commit (archive, task, archived turn range) on a checkpoint that has none."""
+    turns = await read_archive_turns(openviking, tenant, archive_uri, deadline=deadline)
+    committed_at = utc_now()
+
+    def attach(current: CheckpointRecord) -> CheckpointRecord | None:
+        if current.archive_uri:
+            return None
+        current.task_id = task_id
+        current.archive_uri = archive_uri
+        current.archive_index = archive_index_of(archive_uri)
+        current.committed_at = committed_at
+        current.turn_ids = [t.turn_id for t in turns]
+        if turns:
+            current.start_sequence = turns[0].sequence
+            current.end_sequence = turns[-1].sequence
+        return current
+
+    return await store.update(tenant, checkpoint_id, attach, deadline=deadline)
+
+
+async def reconcile_commit(
     openviking: OpenVikingClient,
     store: CheckpointStore,
     tenant: Tenant,
     record: CheckpointRecord,
     deadline: float | None,
 ) -> CheckpointRecord:
-    """A replica died between claiming the compaction and storing the commit's task: find it."""
-    tasks = await openviking.list_tasks(
-        tenant, resource_id=record.session_id, task_type="session_commit", limit=5, deadline=deadline
+    """A checkpoint with no recorded commit: when its session has an archive, record that one."""
+    archives = await session_archives(openviking, tenant, record.session_id, deadline=deadline)
+    if not archives:
+        return record
+    archive_uri = archives[0]
+    task_id = await _commit_task_id(openviking, tenant, record.session_id, archive_uri, deadline)
+    attached = await attach_commit(
+        openviking,
+        store,
+        tenant,
+        record.checkpoint_id,
+        archive_uri=archive_uri,
+        task_id=task_id,
+        deadline=deadline,
     )
-    task = next((t for t in tasks if t.archive_uri or t.status), None)
-    if task is None or not task.archive_uri:
-        reason = (
-            "compaction was interrupted before OpenViking accepted the commit; "
-            f"the turns stay readable in session {record.session_id}"
-        )
-        return (
-            await mark_failed(openviking, tenant, record.checkpoint_id, reason, deadline=deadline) or record
-        )
-    archive_uri = task.archive_uri
-    task_id = task.task_id
-
-    def attach(current: CheckpointRecord) -> CheckpointRecord | None:
-        if current.is_terminal or current.task_id:
-            return None
-        current.task_id = task_id
-        current.archive_uri = archive_uri
-        current.archive_index = archive_index_of(archive_uri)
-        return current
-
-    return await store.update(tenant, record.checkpoint_id, attach, deadline=deadline) or record
+    return attached or record
 
 
 def _failing(reason: str) -> Callable[[CheckpointRecord], CheckpointRecord | None]:
@@ -568,10 +618,10 @@ async def finalise(
     record = await store.read(tenant, checkpoint_id, deadline=deadline)
     if record is None:
         return None
-    if not record.is_terminal and not record.task_id and not record.archive_uri:
-        if utc_now() - record.created_at < STALE_CLAIM:
-            return record  # the compacting replica is presumably still committing
-        record = await _recover_commit(openviking, store, tenant, record, deadline)
+    if not record.is_terminal and not record.archive_uri:
+        record = await reconcile_commit(openviking, store, tenant, record, deadline)
+        if not record.archive_uri:
+            return record  # not committed yet: the worker owning the hand-off commits it
     if not record.is_terminal:
         outcome = await _terminal_outcome(openviking, tenant, record, deadline)
         if outcome is None:
@@ -580,7 +630,7 @@ async def finalise(
         record = await _settle(
             openviking, store, tenant, record, status=status, reason=reason, deadline=deadline
         )
-    await _forget_inflight(states, stream_identity(tenant, record), checkpoint_id, deadline)
+    await forget_inflight(states, stream_identity(tenant, record), checkpoint_id, deadline)
     return record
 
 
@@ -598,35 +648,7 @@ async def mark_failed(
         tenant, checkpoint_id, _failing(reason), deadline=deadline
     )
     if record is not None:
-        await _forget_inflight(
+        await forget_inflight(
             StreamStateStore(documents), stream_identity(tenant, record), checkpoint_id, deadline
         )
     return record
-
-
-async def finalise_inflight(
-    openviking: OpenVikingClient,
-    identity: RequestIdentity,
-    inflight: Sequence[InflightCompaction],
-    *,
-    deadline: float | None = None,
-) -> list[CheckpointRecord]:
-    """Finalise every listed in-flight compaction whose task ended (others are left pending).
-
-    For capture's "confirm completion on the next check": pass `state.inflight`. Never raises
-    for a backend hiccup on one entry; it is retried on the next check.
-    """
-    finished: list[CheckpointRecord] = []
-    for entry in inflight:
-        try:
-            record = await finalise(openviking, identity.tenant, entry.checkpoint_id, deadline=deadline)
-            if record is None and utc_now() - entry.started_at > STALE_CLAIM:
-                # Claimed by a replica that died before writing the checkpoint document.
-                states = StreamStateStore(DocumentStore(openviking))
-                await _forget_inflight(states, identity, entry.checkpoint_id, deadline)
-        except (BackendError, Aborted) as exc:
-            log.warning("finalising %s failed, will retry: %s", entry.checkpoint_id, exc.message)
-            continue
-        if record is not None and record.is_terminal:
-            finished.append(record)
-    return finished

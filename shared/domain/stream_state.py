@@ -43,10 +43,17 @@ class PendingWrite(BaseModel):
 
 
 class InflightCompaction(BaseModel):
+    """A compaction handed off to CompactionService: recorded here, in the same compare-and-swap
+    that moved new turns to a fresh session, before the call that started it returns."""
+
     checkpoint_id: str
     session_id: str
+    """The OpenViking session to commit (no longer written to)."""
     task_id: str = ""
     started_at: datetime
+    trigger: int = 0
+    tokens_before: int = 0
+    origin_traceparent: str = ""
 
 
 class StreamState(BaseModel):
@@ -59,6 +66,9 @@ class StreamState(BaseModel):
     """Every OpenViking session of the stream, oldest first."""
     last_sequence: int = -1
     pending_write: PendingWrite | None = None
+    unsettled: list[PendingWrite] = Field(default_factory=list)
+    """Ranges a repair rolled back although an append of them may still land (its answer was
+    lost): the next write of those positions first looks for their turn ids in that session."""
     turns_since_compaction: int = 0
     tokens_since_compaction: int = 0
     active_tokens: int = 0

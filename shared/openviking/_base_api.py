@@ -36,6 +36,7 @@ class ApiBase:
         enveloped: bool = True,
         api_key: str | None = None,
         ok_statuses: frozenset[int] = frozenset(),
+        call_timeout: float | None = None,
     ) -> Envelope:
         return await self._transport.request(
             method,
@@ -49,4 +50,5 @@ class ApiBase:
             enveloped=enveloped,
             api_key=api_key,
             ok_statuses=ok_statuses,
+            call_timeout=call_timeout,
         )

@@ -143,11 +143,12 @@ class SessionsApi(ApiBase):
         messages: Sequence[NewMessage],
         *,
         deadline: float | None = None,
+        call_timeout: float | None = None,
     ) -> MessagesAdded:
         """Append messages in order, ≤100 per request; each request is atomic, the whole is not.
 
-        Never retried. The result carries the totals of all requests (`added`) and the counts
-        after the last one.
+        Never retried; `call_timeout` (per request) replaces the append default. The result
+        carries the totals of all requests (`added`) and the counts after the last one.
         """
         result = MessagesAdded(session_id=session_id, added=0)
         added = 0
@@ -161,6 +162,7 @@ class SessionsApi(ApiBase):
                 idempotent=False,
                 deadline=deadline,
                 json={"messages": [message.to_body() for message in chunk]},
+                call_timeout=call_timeout,
             )
             result = parse_result(MessagesAdded, envelope.result, "batch add messages")
             added += result.added

@@ -94,11 +94,13 @@ class Transport:
         enveloped: bool = True,
         api_key: str | None = None,
         ok_statuses: frozenset[int] = frozenset(),
+        call_timeout: float | None = None,
     ) -> Envelope:
         """Send one logical call; retried only when `idempotent` and the failure is retriable.
 
         `api_key` replaces the auth strategy (admin calls with the root key). Statuses in
         `ok_statuses` are returned as results instead of raised (e.g. 503 from `/ready`).
+        `call_timeout` replaces the call kind's default timeout (still capped by `deadline`).
         """
         self._check_deadline(method, path, deadline)
         if api_key is not None:
@@ -120,6 +122,7 @@ class Transport:
                     auth_headers=auth_headers,
                     enveloped=enveloped,
                     ok_statuses=ok_statuses,
+                    call_timeout=call_timeout,
                 )
             except BackendUnauthenticated:
                 if tenant is not None and api_key is None:
@@ -165,9 +168,10 @@ class Transport:
         auth_headers: Mapping[str, str],
         enveloped: bool,
         ok_statuses: frozenset[int],
+        call_timeout: float | None,
     ) -> Envelope:
         left = self._check_deadline(method, path, deadline)
-        timeout = self._timeouts.for_kind(kind)
+        timeout = self._timeouts.for_kind(kind) if call_timeout is None else call_timeout
         if left is not None:
             timeout = min(timeout, left)
         headers: dict[str, str] = {}

@@ -2,18 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 import httpx
 from grpc import aio
 
 from shared.config import Settings
+from shared.domain.identity import RequestIdentity
 from shared.openviking.auth import ApiKeyAuth, AuthStrategy, DevAuth, TrustedAuth
 from shared.openviking.client import OpenVikingClient
 from shared.openviking.keys import ProvisioningUserKeys
 from shared.openviking.settings import CallTimeouts
 from shared.openviking.transport import HeaderProvider
+
+
+@dataclass
+class InProcess:
+    """What a service of this process offers the others directly: no gRPC hop, and it still
+    works while the server drains (capture's shutdown hand-off in an all-in-one process)."""
+
+    own_hand_offs: Callable[[RequestIdentity], Awaitable[object]] | None = None
+    """CompactionService's worker: own the compactions handed off on a stream."""
 
 
 @dataclass(frozen=True)
@@ -24,6 +34,7 @@ class ServiceContext:
     """gRPC target of CompactionService (resolved lazily: all-in-one knows its port late)."""
     client_interceptors: Sequence[aio.ClientInterceptor] = field(default_factory=tuple)
     """Interceptors for service-to-service channels (trace propagation)."""
+    in_process: InProcess = field(default_factory=InProcess)
 
 
 def openviking_auth(settings: Settings) -> AuthStrategy:

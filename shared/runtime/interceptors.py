@@ -1,5 +1,5 @@
 """Server interceptors: the one place where engine errors become gRPC statuses, and where
-in-flight calls are counted for the shutdown drain."""
+in-flight calls are counted - and new ones refused - for the shutdown drain."""
 
 from __future__ import annotations
 
@@ -18,13 +18,23 @@ log = logging.getLogger(__name__)
 UnaryHandler = Callable[[Any, aio.ServicerContext[Any, Any]], Awaitable[Any]]
 
 
+REFUSED_WHILE_DRAINING = "this replica is shutting down; retry (another replica answers)"
+UNGUARDED_PREFIXES = ("/grpc.health.v1.Health/", "/grpc.reflection.")
+"""Calls answered even while draining (probes must see NOT_SERVING, not an error)."""
+
+
 class InflightCalls:
-    """How many calls are running; `wait_idle` lets shutdown wait for them."""
+    """How many calls are running; `wait_idle` lets shutdown wait for them; once `refuse` is
+    called, new calls fail at once with UNAVAILABLE (safe to retry elsewhere)."""
 
     def __init__(self) -> None:
         self.count = 0
+        self.refusing = False
         self._idle = asyncio.Event()
         self._idle.set()
+
+    def refuse(self) -> None:
+        self.refusing = True
 
     def enter(self) -> None:
         self.count += 1
@@ -42,6 +52,8 @@ class InflightCalls:
 
 def _map_errors(method: str, inner: UnaryHandler, inflight: InflightCalls) -> UnaryHandler:
     async def handler(request: Any, context: aio.ServicerContext[Any, Any]) -> Any:
+        if inflight.refusing:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, REFUSED_WHILE_DRAINING)
         inflight.enter()
         try:
             return await inner(request, context)
@@ -91,5 +103,7 @@ class ErrorMappingInterceptor(UnaryInterceptor):
     def __init__(self, inflight: InflightCalls | None = None) -> None:
         self._inflight = inflight or InflightCalls()
 
-    def wrap(self, details: grpc.HandlerCallDetails, inner: UnaryHandler) -> UnaryHandler:
+    def wrap(self, details: grpc.HandlerCallDetails, inner: UnaryHandler) -> UnaryHandler | None:
+        if details.method.startswith(UNGUARDED_PREFIXES):
+            return None
         return _map_errors(details.method, inner, self._inflight)

@@ -16,6 +16,7 @@ from pathlib import Path
 from shared.config import Settings, load_settings
 from shared.errors import ConfigurationError
 from shared.runtime.context import ServiceContext, build_openviking_client
+from shared.runtime.readiness import BackendReadiness
 from shared.runtime.server import ServiceHost, ServiceSpec, run_until_signalled
 from shared.telemetry import (
     OpenVikingTracingTransport,
@@ -82,6 +83,7 @@ async def start_host(settings: Settings, service: str, port: int | None = None) 
         specs,
         closers=[openviking.aclose, telemetry.ashutdown],
         extra_interceptors=[TracingServerInterceptor()],
+        readiness=BackendReadiness(openviking.health),
     )
     host_ref.append(host)
     await host.start(port)

@@ -1,11 +1,13 @@
 """One gRPC server hosting one service (or all three), with health, reflection and a drain.
 
 Shutdown order on SIGTERM/SIGINT or `stop()`, all within the grace period:
-1. every health status -> NOT_SERVING (load balancers stop sending new calls);
+1. at once: every health status -> NOT_SERVING (load balancers stop sending new calls) and
+   every new call is refused with UNAVAILABLE (hosts retry it on another replica);
 2. in-flight calls finish;
-3. each service's shutdown hook runs while the server still answers (capture commits pending
-   sessions here, through CompactionService, which may be in this very process);
-4. `server.stop(remaining grace)`: calls the hooks started finish, new ones are refused;
+3. each service's shutdown hook runs: capture finishes the appends it owns and hands off a
+   compaction of every stream with uncommitted turns (durable in OpenViking); compaction
+   stops its workers and releases their leases, so that another replica resumes at once;
+4. `server.stop(remaining grace)`;
 5. closers run (OpenViking client, channels, telemetry flush).
 """
 
@@ -24,6 +26,7 @@ from grpc_reflection.v1alpha import reflection
 
 from shared.config import Settings
 from shared.runtime.interceptors import ErrorMappingInterceptor, InflightCalls
+from shared.runtime.readiness import BackendReadiness
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +42,8 @@ class ServiceSpec:
     register: Callable[[aio.Server], None]
     on_shutdown: Sequence[ShutdownHook] = field(default_factory=tuple)
     """Run after in-flight calls drained, before clients close."""
+    needs_backend: bool = False
+    """Cannot work without OpenViking: its health follows OpenViking's (`shared.runtime.readiness`)."""
 
 
 def server_options(settings: Settings) -> list[tuple[str, int]]:
@@ -66,8 +71,10 @@ class ServiceHost:
         *,
         closers: Sequence[ShutdownHook] = (),
         extra_interceptors: Sequence[aio.ServerInterceptor] = (),
+        readiness: BackendReadiness | None = None,
     ) -> None:
         self._settings = settings
+        self._readiness = readiness
         self._services = list(services)
         self._closers = list(closers)
         self._health = health.aio.HealthServicer()
@@ -97,6 +104,8 @@ class ServiceHost:
         serving = health_pb2.HealthCheckResponse.SERVING
         for name in ["", *names]:
             await self._health.set(name, serving)
+        if self._readiness is not None:
+            self._readiness.start(self._health, [spec.name for spec in self._services if spec.needs_backend])
         log.info("serving %s on %s", ", ".join(names), self.address)
         return self.port
 
@@ -110,6 +119,9 @@ class ServiceHost:
         )
         grace = self._settings.shutdown_grace_seconds
         deadline = time.monotonic() + grace
+        self._inflight.refuse()
+        if self._readiness is not None:
+            await self._readiness.stop()
         await self._health.enter_graceful_shutdown()
         try:
             async with asyncio.timeout(grace):

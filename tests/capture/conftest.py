@@ -8,13 +8,15 @@ A host started with `compaction=False` points capture at a closed port (compacti
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 import pytest
-from contextengine.v1 import capture_pb2_grpc, common_pb2, compaction_pb2_grpc
+from contextengine.v1 import capture_pb2_grpc, checkpoint_pb2, common_pb2, compaction_pb2, compaction_pb2_grpc
 from grpc import aio
 
 from services.capture import build_capture_service
@@ -126,6 +128,22 @@ async def checkpoint(
     record = await CheckpointStore(DocumentStore(ov)).read(parsed(identity).tenant, checkpoint_id)
     assert record is not None, checkpoint_id
     return record
+
+
+async def settled_checkpoint(
+    host: CaptureHost, identity: common_pb2.Identity, checkpoint_id: str, *, within: float = 90.0
+) -> checkpoint_pb2.CompactCheckpoint:
+    """GetCheckpoint until the checkpoint is COMPLETED or FAILED (the commit runs in the background)."""
+    give_up = time.monotonic() + within
+    while True:
+        got = await host.compaction.GetCheckpoint(
+            compaction_pb2.GetCheckpointRequest(identity=identity, checkpoint_id=checkpoint_id), timeout=60
+        )
+        terminal = (checkpoint_pb2.CHECKPOINT_STATUS_COMPLETED, checkpoint_pb2.CHECKPOINT_STATUS_FAILED)
+        if got.checkpoint.status in terminal:
+            return got.checkpoint
+        assert time.monotonic() < give_up, f"{checkpoint_id} still {got.checkpoint.status}"
+        await asyncio.sleep(0.25)
 
 
 @pytest.fixture

@@ -20,7 +20,15 @@ from shared.domain.stream_state import StreamStateStore, session_id_for
 from shared.errors import BackendNotFound
 from shared.openviking.client import OpenVikingClient
 from shared.runtime.context import build_openviking_client
-from tests.capture.conftest import CaptureHost, CaptureStack, checkpoint, new_identity, parsed, stream_state
+from tests.capture.conftest import (
+    CaptureHost,
+    CaptureStack,
+    checkpoint,
+    new_identity,
+    parsed,
+    settled_checkpoint,
+    stream_state,
+)
 from tests.capture.messages import assistant, conversation, injected_recall, user
 from tests.support.stack import OpenVikingEndpoint
 
@@ -212,12 +220,10 @@ async def test_turn_count_trigger_fires_once_at_its_threshold(capture_stack: Cap
     assert fired == [0, 0, checkpoint_pb2.COMPACTION_TRIGGER_TURN_COUNT]
     assert [bool(r.compaction_checkpoint_id) for r in responses] == [False, False, True]
     checkpoint_id = responses[-1].compaction_checkpoint_id
-    # The real CompactionService committed the session: a checkpoint for this stream, made for
-    # the turn-count trigger, and the stream's new turns now go to the next generation.
-    got = await host.compaction.GetCheckpoint(
-        compaction_pb2.GetCheckpointRequest(identity=identity, checkpoint_id=checkpoint_id), timeout=60
-    )
-    cp = got.checkpoint
+    # The real CompactionService committed the session in the background: a checkpoint for this
+    # stream, made for the turn-count trigger, and the stream's new turns go to the next generation.
+    cp = await settled_checkpoint(host, identity, checkpoint_id)
+    assert cp.status == checkpoint_pb2.CHECKPOINT_STATUS_COMPLETED
     assert cp.trigger == checkpoint_pb2.COMPACTION_TRIGGER_TURN_COUNT
     assert cp.host_session_id == identity.session_id and cp.agent_id == "helper"
     assert cp.session_id == first_session and cp.archive_uri
@@ -235,16 +241,24 @@ async def test_turn_count_trigger_fires_once_at_its_threshold(capture_stack: Cap
     assert state.checkpoint_ids == [checkpoint_id] and state.turns_since_compaction == 0
 
 
-async def test_failed_compaction_start_still_returns_the_turn(capture_stack: CaptureStack) -> None:
-    host = await capture_stack.start(compaction=False, compactTurnThreshold=1)  # compaction down
+async def test_compaction_down_the_turn_returns_and_the_hand_off_waits_durably(
+    capture_stack: CaptureStack,
+) -> None:
+    down = await capture_stack.start(compaction=False, compactTurnThreshold=1)  # compaction down
     identity = new_identity()
-    response = await host.stub.AfterTurn(after_turn(identity, conversation(1), 0))
+    response = await down.stub.AfterTurn(after_turn(identity, conversation(1), 0))
     assert response.persisted_count == 2
-    assert response.trigger_fired == checkpoint_pb2.COMPACTION_TRIGGER_UNSPECIFIED
-    assert response.compaction_checkpoint_id == ""
-    state = await stream_state(host.openviking, identity)
-    assert state.generation == 0 and state.checkpoint_ids == [] and state.turns_since_compaction == 1
-    assert [s for s, _ in await stored_turns(host.openviking, identity)] == [0, 1]
+    assert response.trigger_fired == checkpoint_pb2.COMPACTION_TRIGGER_TURN_COUNT
+    state = await stream_state(down.openviking, identity)
+    assert [e.checkpoint_id for e in state.inflight] == [response.compaction_checkpoint_id]
+    assert state.generation == 1 and state.turns_since_compaction == 0
+    assert [s for s, _ in await stored_turns(down.openviking, identity)] == [0, 1]
+    # A compaction replica that comes up later owns the recorded hand-off to the end.
+    up = await capture_stack.start()
+    cp = await settled_checkpoint(up, identity, response.compaction_checkpoint_id)
+    assert cp.status == checkpoint_pb2.CHECKPOINT_STATUS_COMPLETED and cp.archive_uri
+    assert (cp.source_turn_range.start_sequence, cp.source_turn_range.end_sequence) == (0, 1)
+    assert not (await stream_state(up.openviking, identity)).inflight
 
 
 async def test_openviking_unavailable_then_retry_loses_and_doubles_nothing(

@@ -47,11 +47,14 @@ class FlakyAppend:
         messages: Sequence[NewMessage],
         *,
         deadline: float | None = None,
+        call_timeout: float | None = None,
     ) -> MessagesAdded:
         if self.armed and not self.after:
             self.armed = False
             raise BackendUnavailable("injected failure before the append")
-        result: MessagesAdded = await self._real.add_messages(tenant, session_id, messages, deadline=deadline)  # type: ignore[attr-defined]
+        result: MessagesAdded = await self._real.add_messages(  # type: ignore[attr-defined]
+            tenant, session_id, messages, deadline=deadline, call_timeout=call_timeout
+        )
         if self.armed:
             self.armed = False
             raise BackendUnavailable("injected failure after the append (answer lost)")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -134,6 +136,26 @@ class StreamWriter:
         original = self.written[sequence]
         turn = PersistedTurn(turn_id_for(self.identity.stream_id, sequence, original), sequence, original)
         return turn_envelope(turn, openviking_session_id=session_id, agent_id=self.identity.agent_id)
+
+
+async def settled(
+    stub: compaction_pb2_grpc.CompactionServiceStub,
+    identity: common_pb2.Identity,
+    checkpoint_id: str,
+    *,
+    within: float = 180.0,
+) -> checkpoint_pb2.CompactCheckpoint:
+    """GetCheckpoint until COMPLETED or FAILED (a hand-off is owned and finished in the background)."""
+    give_up = time.monotonic() + within
+    terminal = (checkpoint_pb2.CHECKPOINT_STATUS_COMPLETED, checkpoint_pb2.CHECKPOINT_STATUS_FAILED)
+    while True:
+        got = await stub.GetCheckpoint(
+            compaction_pb2.GetCheckpointRequest(identity=identity, checkpoint_id=checkpoint_id), timeout=60
+        )
+        if got.checkpoint.status in terminal:
+            return got.checkpoint
+        assert time.monotonic() < give_up, f"{checkpoint_id} still pending: {got.checkpoint}"
+        await asyncio.sleep(0.25)
 
 
 def compact_request(

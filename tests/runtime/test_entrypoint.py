@@ -140,6 +140,27 @@ def test_sigterm_drains_an_in_flight_call(slow_openviking: str) -> None:
             stub.RecallMemories(_recall_request(), timeout=2)
 
 
+def test_draining_refuses_new_calls_at_once(slow_openviking: str) -> None:
+    """Finding 5: the drain accepted new calls for the whole grace period."""
+    with (
+        running_service("assembly", slow_openviking) as (process, address),
+        grpc.insecure_channel(address) as channel,
+    ):
+        stub = assembly_pb2_grpc.AssemblyServiceStub(channel)
+        in_flight = stub.RecallMemories.future(_recall_request(), timeout=30)
+        time.sleep(SLOW_FIND_SECONDS / 4)
+        process.send_signal(signal.SIGTERM)
+        time.sleep(0.2)
+        assert _health(channel, SERVICE_NAMES["assembly"]) == health_pb2.HealthCheckResponse.NOT_SERVING
+        started = time.monotonic()
+        with pytest.raises(grpc.RpcError) as refused:
+            stub.RecallMemories(_recall_request(), timeout=10)
+        assert refused.value.code() == grpc.StatusCode.UNAVAILABLE  # type: ignore[attr-defined]
+        assert time.monotonic() - started < SLOW_FIND_SECONDS / 2  # refused, not served
+        assert isinstance(in_flight.result(), assembly_pb2.RecallMemoriesResponse)
+        assert process.wait(timeout=30) == 0
+
+
 @pytest.mark.skipif(shutil.which("node") is None, reason="Node.js is not installed")
 def test_node_client_calls_a_live_service(slow_openviking: str) -> None:
     subprocess.run(["make", "node_modules/.installed"], cwd=REPO, check=True, capture_output=True)

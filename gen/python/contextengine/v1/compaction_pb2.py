@@ -27,7 +27,7 @@ from contextengine.v1 import common_pb2 as contextengine_dot_v1_dot_common__pb2
 from contextengine.v1 import envelope_pb2 as contextengine_dot_v1_dot_envelope__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!contextengine/v1/compaction.proto\x12\x10\x63ontextengine.v1\x1a!contextengine/v1/checkpoint.proto\x1a\x1d\x63ontextengine/v1/common.proto\x1a\x1f\x63ontextengine/v1/envelope.proto\"\xf6\x01\n\x0e\x43ompactRequest\x12,\n\x08identity\x18\x01 \x01(\x0b\x32\x1a.contextengine.v1.Identity\x12\x14\n\x0ctoken_budget\x18\x02 \x01(\x03\x12\r\n\x05\x66orce\x18\x03 \x01(\x08\x12\x12\n\nbackground\x18\x04 \x01(\x08\x12\x34\n\x07trigger\x18\x05 \x01(\x0e\x32#.contextengine.v1.CompactionTrigger\x12\x1b\n\x13\x63urrent_token_count\x18\x06 \x01(\x03\x12\x1b\n\x13\x63ustom_instructions\x18\x07 \x01(\t\x12\r\n\x05model\x18\x08 \x01(\t\"\xf0\x01\n\x0f\x43ompactResponse\x12\n\n\x02ok\x18\x01 \x01(\x08\x12\x11\n\tcompacted\x18\x02 \x01(\x08\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x37\n\ncheckpoint\x18\x04 \x01(\x0b\x32#.contextengine.v1.CompactCheckpoint\x12\x37\n\x08messages\x18\x05 \x03(\x0b\x32%.contextengine.v1.ConversationMessage\x12\x0f\n\x07summary\x18\x06 \x01(\t\x12\x15\n\rtokens_before\x18\x07 \x01(\x03\x12\x14\n\x0ctokens_after\x18\x08 \x01(\x03\"\x94\x01\n\x13\x45xpandMemoryRequest\x12,\n\x08identity\x18\x01 \x01(\x0b\x32\x1a.contextengine.v1.Identity\x12\x1d\n\x15summary_or_memory_uri\x18\x02 \x01(\t\x12\r\n\x05query\x18\x03 \x01(\t\x12\r\n\x05limit\x18\x04 \x01(\x05\x12\x12\n\npage_token\x18\x05 \x01(\t\"\x9d\x01\n\x0c\x45xpandedTurn\x12,\n\x04turn\x18\x01 \x01(\x0b\x32\x1e.contextengine.v1.TurnEnvelope\x12\x12\n\nsource_uri\x18\x02 \x01(\t\x12\x13\n\x0bmatch_score\x18\x03 \x01(\x01\x12\x36\n\x07message\x18\x04 \x01(\x0b\x32%.contextengine.v1.ConversationMessage\"\xa1\x01\n\x14\x45xpandMemoryResponse\x12\x13\n\x0blinked_uris\x18\x01 \x03(\t\x12-\n\x05turns\x18\x02 \x03(\x0b\x32\x1e.contextengine.v1.ExpandedTurn\x12\x15\n\rreadable_uris\x18\x03 \x03(\t\x12\x15\n\rcheckpoint_id\x18\x04 \x01(\t\x12\x17\n\x0fnext_page_token\x18\x05 \x01(\t\"[\n\x14GetCheckpointRequest\x12,\n\x08identity\x18\x01 \x01(\x0b\x32\x1a.contextengine.v1.Identity\x12\x15\n\rcheckpoint_id\x18\x02 \x01(\t\"P\n\x15GetCheckpointResponse\x12\x37\n\ncheckpoint\x18\x01 \x01(\x0b\x32#.contextengine.v1.CompactCheckpoint\"m\n\x16ListCheckpointsRequest\x12,\n\x08identity\x18\x01 \x01(\x0b\x32\x1a.contextengine.v1.Identity\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"l\n\x17ListCheckpointsResponse\x12\x38\n\x0b\x63heckpoints\x18\x01 \x03(\x0b\x32#.contextengine.v1.CompactCheckpoint\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t2\x8c\x03\n\x11\x43ompactionService\x12N\n\x07\x43ompact\x12 .contextengine.v1.CompactRequest\x1a!.contextengine.v1.CompactResponse\x12]\n\x0c\x45xpandMemory\x12%.contextengine.v1.ExpandMemoryRequest\x1a&.contextengine.v1.ExpandMemoryResponse\x12`\n\rGetCheckpoint\x12&.contextengine.v1.GetCheckpointRequest\x1a\'.contextengine.v1.GetCheckpointResponse\x12\x66\n\x0fListCheckpoints\x12(.contextengine.v1.ListCheckpointsRequest\x1a).contextengine.v1.ListCheckpointsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!contextengine/v1/compaction.proto\x12\x10\x63ontextengine.v1\x1a!contextengine/v1/checkpoint.proto\x1a\x1d\x63ontextengine/v1/common.proto\x1a\x1f\x63ontextengine/v1/envelope.proto\"\x8b\x02\n\x0e\x43ompactRequest\x12,\n\x08identity\x18\x01 \x01(\x0b\x32\x1a.contextengine.v1.Identity\x12\x14\n\x0ctoken_budget\x18\x02 \x01(\x03\x12\r\n\x05\x66orce\x18\x03 \x01(\x08\x12\x12\n\nbackground\x18\x04 \x01(\x08\x12\x34\n\x07trigger\x18\x05 \x01(\x0e\x32#.contextengine.v1.CompactionTrigger\x12\x1b\n\x13\x63urrent_token_count\x18\x06 \x01(\x03\x12\x1b\n\x13\x63ustom_instructions\x18\x07 \x01(\t\x12\r\n\x05model\x18\x08 \x01(\t\x12\x13\n\x0bresume_only\x18\t \x01(\x08\"\xf0\x01\n\x0f\x43ompactResponse\x12\n\n\x02ok\x18\x01 \x01(\x08\x12\x11\n\tcompacted\x18\x02 \x01(\x08\x12\x0e\n\x06reason\x18\x03 \x01(\t\x12\x37\n\ncheckpoint\x18\x04 \x01(\x0b\x32#.contextengine.v1.CompactCheckpoint\x12\x37\n\x08messages\x18\x05 \x03(\x0b\x32%.contextengine.v1.ConversationMessage\x12\x0f\n\x07summary\x18\x06 \x01(\t\x12\x15\n\rtokens_before\x18\x07 \x01(\x03\x12\x14\n\x0ctokens_after\x18\x08 \x01(\x03\"\x94\x01\n\x13\x45xpandMemoryRequest\x12,\n\x08identity\x18\x01 \x01(\x0b\x32\x1a.contextengine.v1.Identity\x12\x1d\n\x15summary_or_memory_uri\x18\x02 \x01(\t\x12\r\n\x05query\x18\x03 \x01(\t\x12\r\n\x05limit\x18\x04 \x01(\x05\x12\x12\n\npage_token\x18\x05 \x01(\t\"\x9d\x01\n\x0c\x45xpandedTurn\x12,\n\x04turn\x18\x01 \x01(\x0b\x32\x1e.contextengine.v1.TurnEnvelope\x12\x12\n\nsource_uri\x18\x02 \x01(\t\x12\x13\n\x0bmatch_score\x18\x03 \x01(\x01\x12\x36\n\x07message\x18\x04 \x01(\x0b\x32%.contextengine.v1.ConversationMessage\"\xa1\x01\n\x14\x45xpandMemoryResponse\x12\x13\n\x0blinked_uris\x18\x01 \x03(\t\x12-\n\x05turns\x18\x02 \x03(\x0b\x32\x1e.contextengine.v1.ExpandedTurn\x12\x15\n\rreadable_uris\x18\x03 \x03(\t\x12\x15\n\rcheckpoint_id\x18\x04 \x01(\t\x12\x17\n\x0fnext_page_token\x18\x05 \x01(\t\"[\n\x14GetCheckpointRequest\x12,\n\x08identity\x18\x01 \x01(\x0b\x32\x1a.contextengine.v1.Identity\x12\x15\n\rcheckpoint_id\x18\x02 \x01(\t\"P\n\x15GetCheckpointResponse\x12\x37\n\ncheckpoint\x18\x01 \x01(\x0b\x32#.contextengine.v1.CompactCheckpoint\"m\n\x16ListCheckpointsRequest\x12,\n\x08identity\x18\x01 \x01(\x0b\x32\x1a.contextengine.v1.Identity\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"l\n\x17ListCheckpointsResponse\x12\x38\n\x0b\x63heckpoints\x18\x01 \x03(\x0b\x32#.contextengine.v1.CompactCheckpoint\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t2\x8c\x03\n\x11\x43ompactionService\x12N\n\x07\x43ompact\x12 .contextengine.v1.CompactRequest\x1a!.contextengine.v1.CompactResponse\x12]\n\x0c\x45xpandMemory\x12%.contextengine.v1.ExpandMemoryRequest\x1a&.contextengine.v1.ExpandMemoryResponse\x12`\n\rGetCheckpoint\x12&.contextengine.v1.GetCheckpointRequest\x1a\'.contextengine.v1.GetCheckpointResponse\x12\x66\n\x0fListCheckpoints\x12(.contextengine.v1.ListCheckpointsRequest\x1a).contextengine.v1.ListCheckpointsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,23 +35,23 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'contextengine.v1.compaction
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_COMPACTREQUEST']._serialized_start=155
-  _globals['_COMPACTREQUEST']._serialized_end=401
-  _globals['_COMPACTRESPONSE']._serialized_start=404
-  _globals['_COMPACTRESPONSE']._serialized_end=644
-  _globals['_EXPANDMEMORYREQUEST']._serialized_start=647
-  _globals['_EXPANDMEMORYREQUEST']._serialized_end=795
-  _globals['_EXPANDEDTURN']._serialized_start=798
-  _globals['_EXPANDEDTURN']._serialized_end=955
-  _globals['_EXPANDMEMORYRESPONSE']._serialized_start=958
-  _globals['_EXPANDMEMORYRESPONSE']._serialized_end=1119
-  _globals['_GETCHECKPOINTREQUEST']._serialized_start=1121
-  _globals['_GETCHECKPOINTREQUEST']._serialized_end=1212
-  _globals['_GETCHECKPOINTRESPONSE']._serialized_start=1214
-  _globals['_GETCHECKPOINTRESPONSE']._serialized_end=1294
-  _globals['_LISTCHECKPOINTSREQUEST']._serialized_start=1296
-  _globals['_LISTCHECKPOINTSREQUEST']._serialized_end=1405
-  _globals['_LISTCHECKPOINTSRESPONSE']._serialized_start=1407
-  _globals['_LISTCHECKPOINTSRESPONSE']._serialized_end=1515
-  _globals['_COMPACTIONSERVICE']._serialized_start=1518
-  _globals['_COMPACTIONSERVICE']._serialized_end=1914
+  _globals['_COMPACTREQUEST']._serialized_end=422
+  _globals['_COMPACTRESPONSE']._serialized_start=425
+  _globals['_COMPACTRESPONSE']._serialized_end=665
+  _globals['_EXPANDMEMORYREQUEST']._serialized_start=668
+  _globals['_EXPANDMEMORYREQUEST']._serialized_end=816
+  _globals['_EXPANDEDTURN']._serialized_start=819
+  _globals['_EXPANDEDTURN']._serialized_end=976
+  _globals['_EXPANDMEMORYRESPONSE']._serialized_start=979
+  _globals['_EXPANDMEMORYRESPONSE']._serialized_end=1140
+  _globals['_GETCHECKPOINTREQUEST']._serialized_start=1142
+  _globals['_GETCHECKPOINTREQUEST']._serialized_end=1233
+  _globals['_GETCHECKPOINTRESPONSE']._serialized_start=1235
+  _globals['_GETCHECKPOINTRESPONSE']._serialized_end=1315
+  _globals['_LISTCHECKPOINTSREQUEST']._serialized_start=1317
+  _globals['_LISTCHECKPOINTSREQUEST']._serialized_end=1426
+  _globals['_LISTCHECKPOINTSRESPONSE']._serialized_start=1428
+  _globals['_LISTCHECKPOINTSRESPONSE']._serialized_end=1536
+  _globals['_COMPACTIONSERVICE']._serialized_start=1539
+  _globals['_COMPACTIONSERVICE']._serialized_end=1935
 # @@protoc_insertion_point(module_scope)

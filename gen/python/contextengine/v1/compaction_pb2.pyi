@@ -33,6 +33,7 @@ class CompactRequest(_message.Message):
     CURRENT_TOKEN_COUNT_FIELD_NUMBER: _builtins.int
     CUSTOM_INSTRUCTIONS_FIELD_NUMBER: _builtins.int
     MODEL_FIELD_NUMBER: _builtins.int
+    RESUME_ONLY_FIELD_NUMBER: _builtins.int
     token_budget: _builtins.int
     force: _builtins.bool
     """Compact even when no trigger threshold is reached."""
@@ -43,6 +44,10 @@ class CompactRequest(_message.Message):
     custom_instructions: _builtins.str
     model: _builtins.str
     """Model name, to pick the tokenizer."""
+    resume_only: _builtins.bool
+    """Only make sure the compactions already handed off on this stream (by capture, when a
+    trigger fired or on flush) have a live owner; never start a new one. Capture's nudge.
+    """
     @_builtins.property
     def identity(self) -> _common_pb2.Identity: ...
     def __init__(
@@ -56,10 +61,11 @@ class CompactRequest(_message.Message):
         current_token_count: _builtins.int = ...,
         custom_instructions: _builtins.str = ...,
         model: _builtins.str = ...,
+        resume_only: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["identity", b"identity"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["background", b"background", "current_token_count", b"current_token_count", "custom_instructions", b"custom_instructions", "force", b"force", "identity", b"identity", "model", b"model", "token_budget", b"token_budget", "trigger", b"trigger"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["background", b"background", "current_token_count", b"current_token_count", "custom_instructions", b"custom_instructions", "force", b"force", "identity", b"identity", "model", b"model", "resume_only", b"resume_only", "token_budget", b"token_budget", "trigger", b"trigger"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -43,6 +43,11 @@ export interface CompactRequest {
   customInstructions: string;
   /** Model name, to pick the tokenizer. */
   model: string;
+  /**
+   * Only make sure the compactions already handed off on this stream (by capture, when a
+   * trigger fired or on flush) have a live owner; never start a new one. Capture's nudge.
+   */
+  resumeOnly: boolean;
 }
 
 export interface CompactResponse {
@@ -134,6 +139,7 @@ function createBaseCompactRequest(): CompactRequest {
     currentTokenCount: 0,
     customInstructions: "",
     model: "",
+    resumeOnly: false,
   };
 }
 
@@ -162,6 +168,9 @@ export const CompactRequest: MessageFns<CompactRequest> = {
     }
     if (message.model !== "") {
       writer.uint32(66).string(message.model);
+    }
+    if (message.resumeOnly !== false) {
+      writer.uint32(72).bool(message.resumeOnly);
     }
     return writer;
   },
@@ -243,6 +252,14 @@ export const CompactRequest: MessageFns<CompactRequest> = {
             message.model = reader.string();
             continue;
           }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.resumeOnly = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -277,6 +294,11 @@ export const CompactRequest: MessageFns<CompactRequest> = {
         ? globalThis.String(object.custom_instructions)
         : "",
       model: isSet(object.model) ? globalThis.String(object.model) : "",
+      resumeOnly: isSet(object.resumeOnly)
+        ? globalThis.Boolean(object.resumeOnly)
+        : isSet(object.resume_only)
+        ? globalThis.Boolean(object.resume_only)
+        : false,
     };
   },
 
@@ -306,6 +328,9 @@ export const CompactRequest: MessageFns<CompactRequest> = {
     if (message.model !== "") {
       obj.model = message.model;
     }
+    if (message.resumeOnly !== false) {
+      obj.resumeOnly = message.resumeOnly;
+    }
     return obj;
   },
 
@@ -324,6 +349,7 @@ export const CompactRequest: MessageFns<CompactRequest> = {
     message.currentTokenCount = object.currentTokenCount ?? 0;
     message.customInstructions = object.customInstructions ?? "";
     message.model = object.model ?? "";
+    message.resumeOnly = object.resumeOnly ?? false;
     return message;
   },
 };

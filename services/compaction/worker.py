@@ -1,0 +1,370 @@
+"""The compaction worker: owns every handed-off compaction to the end, on any replica.
+
+A hand-off (`shared.domain.handoff`) is durable in the stream state before the call that made it
+returns. `own` gives it its PENDING checkpoint document and, under a lease in that document,
+a task of this replica - never of the call that asked - which:
+
+1. reconciles the checkpoint with OpenViking: a session that already has an archive was
+   committed (by an owner that died or was cut off before recording it): that archive is the
+   commit; otherwise it commits the session now (nothing left to archive: the hand-off is
+   dropped, no checkpoint remains);
+2. polls until OpenViking's phase 2 ended and finalises the checkpoint (COMPLETED or FAILED,
+   `shared.domain.checkpoints.finalise`); transient OpenViking errors are retried.
+
+The lease (`LEASE_SECONDS`, renewed every `RENEW_SECONDS`) keeps two replicas from working on
+one checkpoint; shutdown releases it. A hand-off whose owner died is resumed within
+`RESUME_BOUND_SECONDS` by any compaction replica that has seen its stream (the sweep), and
+by whichever replica the next call touching the stream reaches (capture nudges compaction when
+it sees an in-flight compaction; Compact, GetCheckpoint and ListCheckpoints own what they see).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import secrets
+import socket
+import time
+from datetime import timedelta
+
+from services.compaction.transcript import session_turns
+from shared.domain.checkpoints import (
+    CheckpointRecord,
+    CheckpointStore,
+    attach_commit,
+    checkpoint_uri,
+    finalise,
+    forget_inflight,
+    mark_failed,
+    reconcile_commit,
+    stream_identity,
+    stream_of_checkpoint,
+    utc_now,
+)
+from shared.domain.documents import DocumentStore
+from shared.domain.identity import RequestIdentity
+from shared.domain.stream_state import InflightCompaction, StreamState, StreamStateStore
+from shared.domain.turn_index_writer import TurnIndexWriter
+from shared.errors import Aborted, BackendError, BackendNotFound, BackendTimeout, BackendUnavailable
+from shared.openviking.client import OpenVikingClient
+from shared.openviking.tenant import Tenant
+
+log = logging.getLogger(__name__)
+
+LEASE_SECONDS = 15.0
+"""A checkpoint whose owner stopped renewing for this long may be taken over."""
+RENEW_SECONDS = 5.0
+SWEEP_SECONDS = 5.0
+"""How often a replica looks for hand-offs left without a live owner on the streams it knows."""
+RESUME_BOUND_SECONDS = LEASE_SECONDS + SWEEP_SECONDS
+"""A hand-off whose owner died is resumed within this long (see the module docstring)."""
+POLL_SECONDS = (0.25, 2.0)
+"""First and longest pause between two looks at OpenViking's phase 2 (and retries)."""
+PHASE2_WAIT_FACTOR = 5
+"""An owner polls phase 2 for this many `compactTaskTimeoutMs`, then leaves it to the next owner."""
+
+_RETRIABLE = (BackendUnavailable, BackendTimeout, Aborted)
+
+
+def replica_name() -> str:
+    return f"{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
+
+
+def new_record(identity: RequestIdentity, entry: InflightCompaction) -> CheckpointRecord:
+    """The PENDING checkpoint of a hand-off."""
+    return CheckpointRecord(
+        checkpoint_id=entry.checkpoint_id,
+        stream_id=identity.stream_id,
+        session_id=entry.session_id,
+        host_session_id=identity.session_id,
+        agent_id=identity.agent_id,
+        trigger=entry.trigger,
+        created_at=entry.started_at,
+        origin_traceparent=entry.origin_traceparent,
+    )
+
+
+class CompactionWorker:
+    def __init__(
+        self,
+        openviking: OpenVikingClient,
+        *,
+        enable_working_memory: bool | None,
+        phase2_wait_seconds: float,
+        shutdown_wait_seconds: float = 5.0,
+    ) -> None:
+        self._ov = openviking
+        self._shutdown_wait = shutdown_wait_seconds
+        self._committed: dict[str, asyncio.Event] = {}
+        self._working_memory = enable_working_memory
+        self._phase2_wait = phase2_wait_seconds
+        documents = DocumentStore(openviking)
+        self._documents = documents
+        self._store = CheckpointStore(documents)
+        self._states = StreamStateStore(documents)
+        self._index = TurnIndexWriter(openviking)
+        self.name = replica_name()
+        self._jobs: dict[str, asyncio.Task[None]] = {}
+        self._owning: dict[str, asyncio.Lock] = {}
+        self._known: dict[str, RequestIdentity] = {}
+        self._sweeper: asyncio.Task[None] | None = None
+        self._closing = False
+
+    @property
+    def running(self) -> int:
+        return len(self._jobs)
+
+    async def own_stream(
+        self, identity: RequestIdentity, *, deadline: float | None = None
+    ) -> list[CheckpointRecord]:
+        """Own every compaction handed off on the stream; their checkpoints as stored."""
+        state = await self._states.load(identity, deadline=deadline)
+        if state is None:
+            return []
+        return await self.own_all(identity, state, deadline=deadline)
+
+    async def own_all(
+        self, identity: RequestIdentity, state: StreamState, *, deadline: float | None = None
+    ) -> list[CheckpointRecord]:
+        return [await self.own(identity, entry, deadline=deadline) for entry in state.inflight]
+
+    async def own_by_id(
+        self, tenant: Tenant, checkpoint_id: str, *, deadline: float | None = None
+    ) -> CheckpointRecord | None:
+        """Own a hand-off known only by its checkpoint id (its document may not exist yet)."""
+        stream_id = stream_of_checkpoint(checkpoint_id)
+        if stream_id is None:
+            return None
+        stored = await self._documents.read(tenant, StreamStateStore.uri(stream_id), deadline=deadline)
+        if stored is None:
+            return None
+        state = StreamState.model_validate(stored.data)
+        entry = next((e for e in state.inflight if e.checkpoint_id == checkpoint_id), None)
+        if entry is None:
+            return None
+        identity = RequestIdentity(tenant, state.agent_id, state.host_session_id, "")
+        return await self.own(identity, entry, deadline=deadline)
+
+    async def own(
+        self, identity: RequestIdentity, entry: InflightCompaction, *, deadline: float | None = None
+    ) -> CheckpointRecord:
+        """Make sure the hand-off has its checkpoint and a live owner (this replica unless another
+        holds the lease); returns the checkpoint as stored."""
+        self._remember(identity)
+        lock = self._owning.setdefault(entry.checkpoint_id, asyncio.Lock())
+        try:
+            async with lock:  # the sweep and a nudge may ask at once
+                return await self._own(identity, entry, deadline)
+        finally:
+            if not lock.locked():
+                self._owning.pop(entry.checkpoint_id, None)
+
+    async def _own(
+        self, identity: RequestIdentity, entry: InflightCompaction, deadline: float | None
+    ) -> CheckpointRecord:
+        tenant = identity.tenant
+        record = await self._store.read(tenant, entry.checkpoint_id, deadline=deadline)
+        if record is None:
+            record = new_record(identity, entry)
+            await self._store.create(tenant, record, deadline=deadline)
+        if record.is_terminal:
+            await forget_inflight(self._states, identity, entry.checkpoint_id, deadline)
+            return record
+        if entry.checkpoint_id in self._jobs or self._closing:
+            return record
+        taken = await self._take_lease(tenant, entry.checkpoint_id, deadline)
+        if taken is None or taken.owner != self.name:
+            return taken or record
+        if entry.checkpoint_id not in self._jobs:
+            self._committed[entry.checkpoint_id] = asyncio.Event()
+            job = asyncio.create_task(
+                self._run(identity, entry.checkpoint_id), name=f"compact-{entry.checkpoint_id}"
+            )
+            self._jobs[entry.checkpoint_id] = job
+            job.add_done_callback(lambda _: self._forget_job(entry.checkpoint_id))
+        return taken
+
+    def _forget_job(self, checkpoint_id: str) -> None:
+        self._jobs.pop(checkpoint_id, None)
+        self._committed.pop(checkpoint_id, None)
+
+    async def wait(self, checkpoint_id: str, seconds: float) -> None:
+        """Wait (at most `seconds`) for this replica's work on the checkpoint; never cancels it."""
+        job = self._jobs.get(checkpoint_id)
+        if job is None:
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(job), max(0.0, seconds))
+        except TimeoutError:
+            return
+
+    def _remember(self, identity: RequestIdentity) -> None:
+        self._known[identity.buffer_key] = identity
+        if self._sweeper is None and not self._closing:
+            self._sweeper = asyncio.create_task(self._sweep(), name="compaction-sweep")
+
+    async def _take_lease(
+        self, tenant: Tenant, checkpoint_id: str, deadline: float | None
+    ) -> CheckpointRecord | None:
+        now = utc_now()
+
+        def take(current: CheckpointRecord) -> CheckpointRecord | None:
+            if current.is_terminal:
+                return None
+            held = current.owner and current.lease_until is not None and current.lease_until > now
+            if held and current.owner != self.name:
+                return None
+            current.owner = self.name
+            current.lease_until = now + timedelta(seconds=LEASE_SECONDS)
+            return current
+
+        return await self._store.update(tenant, checkpoint_id, take, deadline=deadline)
+
+    async def _release_lease(self, tenant: Tenant, checkpoint_id: str) -> None:
+        def release(current: CheckpointRecord) -> CheckpointRecord | None:
+            if current.owner != self.name:
+                return None
+            current.owner = ""
+            current.lease_until = None
+            return current
+
+        try:
+            await self._store.update(tenant, checkpoint_id, release)
+        except (BackendError, Aborted) as exc:  # it expires on its own
+            log.warning("could not release the lease of %s: %s", checkpoint_id, exc.message)
+
+    async def _run(self, identity: RequestIdentity, checkpoint_id: str) -> None:
+        tenant = identity.tenant
+        give_up = time.monotonic() + self._phase2_wait
+        renewed = time.monotonic()
+        pause = POLL_SECONDS[0]
+        try:
+            while time.monotonic() < give_up:
+                try:
+                    if await self._step(identity, checkpoint_id):
+                        return
+                except _RETRIABLE as exc:
+                    log.warning("compaction %s: %s; retrying", checkpoint_id, exc.message)
+                await asyncio.sleep(pause)
+                pause = min(POLL_SECONDS[1], pause * 1.5)
+                if time.monotonic() - renewed >= RENEW_SECONDS:
+                    taken = await self._take_lease(tenant, checkpoint_id, None)
+                    if taken is None or taken.owner != self.name:
+                        return  # finished or taken over meanwhile
+                    renewed = time.monotonic()
+            log.warning("phase 2 of %s still running; leaving it to the next owner", checkpoint_id)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # never let an owner die silently; the lease lets another replica resume
+            log.exception("compaction %s stopped", checkpoint_id)
+        finally:
+            await asyncio.shield(self._release_lease(tenant, checkpoint_id))
+
+    async def _step(self, identity: RequestIdentity, checkpoint_id: str) -> bool:
+        """One look: commit when needed, finalise when phase 2 ended. True once nothing is left."""
+        tenant = identity.tenant
+        record = await self._store.read(tenant, checkpoint_id)
+        if record is None:
+            return True
+        if not record.is_terminal and not record.archive_uri:
+            committed = await self._commit(identity, record)
+            if committed is None or committed.is_terminal:
+                return True
+        self._committed.get(checkpoint_id, asyncio.Event()).set()
+        final = await finalise(self._ov, tenant, checkpoint_id)
+        return final is None or final.is_terminal
+
+    async def _commit(self, identity: RequestIdentity, record: CheckpointRecord) -> CheckpointRecord | None:
+        """Commit the hand-off's session (or record the commit OpenViking already made)."""
+        tenant = identity.tenant
+        record = await reconcile_commit(self._ov, self._store, tenant, record, None)
+        if record.archive_uri:
+            return record
+        await self._index_before_commit(tenant, record.session_id)
+        try:
+            result = await self._ov.commit_session(
+                tenant, record.session_id, keep_recent_count=0, enable_working_memory=self._working_memory
+            )
+        except BackendNotFound:
+            result = None
+        except _RETRIABLE:
+            raise  # the outcome is unknown: the next step reconciles first
+        except BackendError as exc:
+            reason = f"commit refused, turns kept in session {record.session_id}: {exc.message}"
+            return await mark_failed(self._ov, tenant, record.checkpoint_id, reason)
+        if result is not None and result.status == "accepted" and result.archive_uri:
+            attached = await attach_commit(
+                self._ov,
+                self._store,
+                tenant,
+                record.checkpoint_id,
+                archive_uri=result.archive_uri,
+                task_id=result.task_id or "",
+            )
+            return attached or record
+        again = await reconcile_commit(self._ov, self._store, tenant, record, None)
+        if again.archive_uri:
+            return again
+        log.info("compaction %s: nothing to archive in %s; dropped", record.checkpoint_id, record.session_id)
+        await self._drop(stream_identity(tenant, record), record)
+        return None
+
+    async def _index_before_commit(self, tenant: Tenant, session_id: str) -> None:
+        """Every exchange of the session findable before it is archived (capture's index writes may
+        have failed); a failure here is logged and never blocks the commit."""
+        try:
+            turns = await session_turns(self._ov, tenant, session_id)
+            written = await self._index.catch_up(tenant, session_id, turns)
+        except Exception as exc:
+            log.warning("turn index catch-up for session %s failed: %s", session_id, type(exc).__name__)
+            return
+        if written:
+            log.info("turn index: %d exchange(s) of session %s indexed at compaction", written, session_id)
+
+    async def _drop(self, identity: RequestIdentity, record: CheckpointRecord) -> None:
+        """Forget a hand-off OpenViking had nothing to archive for."""
+
+        def drop(state: StreamState) -> StreamState | None:
+            if record.checkpoint_id not in state.checkpoint_ids and not any(
+                e.checkpoint_id == record.checkpoint_id for e in state.inflight
+            ):
+                return None
+            state.inflight = [e for e in state.inflight if e.checkpoint_id != record.checkpoint_id]
+            state.checkpoint_ids = [c for c in state.checkpoint_ids if c != record.checkpoint_id]
+            return state
+
+        await self._states.update(identity, drop)
+        try:
+            await self._ov.rm(identity.tenant, checkpoint_uri(record.stream_id, record.checkpoint_id))
+        except BackendError as exc:
+            log.warning("could not remove dropped checkpoint %s: %s", record.checkpoint_id, exc.message)
+
+    async def _sweep(self) -> None:
+        while not self._closing:
+            await asyncio.sleep(SWEEP_SECONDS)
+            for key, identity in list(self._known.items()):
+                try:
+                    state = await self._states.load(identity)
+                    if state is None or not state.inflight:
+                        self._known.pop(key, None)
+                        continue
+                    await self.own_all(identity, state)
+                except (BackendError, Aborted) as exc:
+                    log.warning("sweep of %s: %s", key, exc.message)
+                except Exception:
+                    log.exception("sweep of %s failed", key)
+
+    async def shutdown(self) -> None:
+        """Stop working: commits under way get `shutdown_wait_seconds` to be accepted and
+        recorded, then every job stops and releases its lease so another replica resumes at once."""
+        self._closing = True
+        committing = [asyncio.create_task(event.wait()) for event in self._committed.values()]
+        if committing:
+            await asyncio.wait(committing, timeout=self._shutdown_wait)
+            for waiter in committing:
+                waiter.cancel()
+        tasks = [*self._jobs.values(), *([self._sweeper] if self._sweeper else [])]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

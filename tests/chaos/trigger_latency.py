@@ -1,0 +1,86 @@
+"""AfterTurn latency of turns that fire a compaction trigger against turns that do not.
+
+`python -m tests.chaos.trigger_latency --embeddings-url URL [--sessions 6 --turns 24 --threshold 4]`
+starts a private OpenViking (extraction off) and the three services in one process (as
+`context-engine --service all`), plays the turns one after another and prints p50/p90 of both
+kinds and their ratio (design §3.2: the commit runs in the background, the turn returns at once).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+from contextengine.v1 import capture_pb2_grpc, common_pb2
+from grpc import aio
+
+from shared.config import load_settings
+from shared.localstack.processes import free_port
+from shared.localstack.stack import LocalStack, StackSettings
+from shared.runtime.main import start_host
+from tests.chaos.host import HostSession
+
+
+def _quantiles(values: list[float]) -> tuple[float, float]:
+    cuts = statistics.quantiles(values, n=10)
+    return statistics.median(values), cuts[8]
+
+
+async def measure(base_url: str, sessions: int, turns: int, threshold: int) -> dict[str, list[float]]:
+    settings = load_settings(
+        environ={},
+        overrides={"baseUrl": base_url, "grpcPort": free_port(), "compactTurnThreshold": threshold},
+    )
+    host = await start_host(settings, "all")
+    timings: dict[str, list[float]] = {"firing": [], "quiet": []}
+    try:
+        async with aio.insecure_channel(host.address) as channel:
+            stub = capture_pb2_grpc.CaptureServiceStub(channel)
+            run = uuid.uuid4().hex[:6]
+            for i in range(sessions):
+                session = HostSession(
+                    common_pb2.Identity(
+                        account_id="lat", user_id="u", agent_id="main", session_id=f"l{run}-{i}"
+                    )
+                )
+                for _ in range(turns):
+                    request = session.next_turn()
+                    started = time.perf_counter()
+                    response = await stub.AfterTurn(request, timeout=60)
+                    elapsed = (time.perf_counter() - started) * 1000
+                    timings["firing" if response.trigger_fired else "quiet"].append(elapsed)
+    finally:
+        await host.stop()
+    return timings
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--embeddings-url", required=True)
+    parser.add_argument("--sessions", type=int, default=6)
+    parser.add_argument("--turns", type=int, default=24)
+    parser.add_argument("--threshold", type=int, default=4)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as workdir:
+        stack = LocalStack(
+            StackSettings(
+                openviking_data_dir=Path(workdir) / "openviking",
+                openviking_port=0,
+                embeddings_url=args.embeddings_url,
+            )
+        )
+        with stack:
+            timings = asyncio.run(measure(stack.openviking_url, args.sessions, args.turns, args.threshold))
+    firing, quiet = _quantiles(timings["firing"]), _quantiles(timings["quiet"])
+    print(f"firing turns: n={len(timings['firing'])} p50={firing[0]:.1f} ms p90={firing[1]:.1f} ms")
+    print(f"quiet turns:  n={len(timings['quiet'])} p50={quiet[0]:.1f} ms p90={quiet[1]:.1f} ms")
+    print(f"p50 ratio firing/quiet: {firing[0] / quiet[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
