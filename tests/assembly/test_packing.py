@@ -16,6 +16,7 @@ from services.assembly.packing import (
     RecallPlan,
     TokenCountCache,
     elision_limit,
+    expandable,
     pack_context,
     profile_text,
     split_turns,
@@ -112,11 +113,12 @@ def expected_profile(blocks: list[str], room: int) -> list[str]:
 
 
 def expected_summaries(texts: list[str], count: MessageTokens, room: int) -> list[str]:
-    kept: list[str] = []
-    for text in reversed(texts):
-        if count(summary_message([text, *kept])) <= room:
-            kept.insert(0, text)
-    return kept
+    """Newest first while the summary message (each with its expand reference) fits `room`."""
+    kept: list[packet_pb2.CompactSummary] = []
+    for summary in reversed(summaries_of(texts)):
+        if count(summary_message([expandable(s) for s in [summary, *kept]])) <= room:
+            kept.insert(0, summary)
+    return [s.overview for s in kept]
 
 
 def shown_raw(packed: PackedContext) -> list[str]:
