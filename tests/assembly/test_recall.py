@@ -51,6 +51,7 @@ def config(**overrides: object) -> RecallConfig:
         "score_threshold": 0.15,
         "max_content_chars": 500,
         "prefer_abstract": True,
+        "lexical_source": "candidates",
         "token_budget": 2000,
     }
     values.update(overrides)
@@ -208,11 +209,12 @@ async def test_recall_end_to_end_against_openviking(
 
 
 async def test_recall_degrades_per_pass_and_on_timeout() -> None:
+    """Both legs (semantic find and grep) degrade separately; the default lexical leg needs no call."""
     tenant = unique_tenant("down")
     with LookalikeOpenViking(status=503) as down:
         async with OpenVikingClient(down.base_url, DevAuth(), retry=ONE_ATTEMPT) as client:
             outcome = await recall_memories(
-                client, tenant=tenant, agent_id="main", query="q words", config=config(),
+                client, tenant=tenant, agent_id="main", query="q words", config=config(lexical_source="grep"),
                 counter=COUNTER, deadline=time.monotonic() + 5,
             )  # fmt: skip
     assert outcome.items == [] and len(outcome.degraded_reasons) == 2
@@ -221,7 +223,7 @@ async def test_recall_degrades_per_pass_and_on_timeout() -> None:
         async with OpenVikingClient(slow.base_url, DevAuth(), retry=ONE_ATTEMPT) as client:
             started = time.monotonic()
             outcome = await recall_memories(
-                client, tenant=tenant, agent_id="main", query="q words", config=config(),
+                client, tenant=tenant, agent_id="main", query="q words", config=config(lexical_source="grep"),
                 counter=COUNTER, deadline=time.monotonic() + 0.1,
             )  # fmt: skip
             assert time.monotonic() - started < 0.5
