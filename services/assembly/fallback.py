@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from services.assembly.recall import RecalledItem, memory_line
+from services.assembly.memory_rules import memory_line
+from services.assembly.recall import RecalledItem
 
 OPEN_TAG = "<relevant-memories>"
 CLOSE_TAG = "</relevant-memories>"

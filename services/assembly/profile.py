@@ -7,16 +7,10 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
+from services.assembly.candidates import agent_tag, merge_candidates
+from services.assembly.memory_rules import memory_line, truncate_content
 from services.assembly.ports import MemorySearch
-from services.assembly.recall import (
-    USER_MEMORIES_URI,
-    agent_tag,
-    bounded,
-    describe_failure,
-    memory_line,
-    merge_candidates,
-    truncate_content,
-)
+from services.assembly.recall import USER_MEMORIES_URI, bounded, describe_failure
 from shared.errors import BackendNotFound
 from shared.openviking.tenant import Tenant
 from shared.tokens import TokenCounter

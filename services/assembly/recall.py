@@ -1,11 +1,11 @@
 """Recall as a pipeline: query -> candidates per source -> one fused ranking -> bounded items.
 
 1. the query (`recall_query`): the prompt drives it;
-2. candidates per source, fetched concurrently:
+2. candidates per source (`candidates`), fetched concurrently:
    - *memories*: one semantic `find` over the user's memories, the turn index included (the
      query is embedded once; every hit carries its text), then the upstream memory rules
-     (design §3.1): level 2 only, other agents' memories dropped, score threshold,
-     category+abstract dedupe, query-aware ranking;
+     (`memory_rules`, design §3.1): level 2 only, other agents' memories dropped, score
+     threshold, category+abstract dedupe, query-aware ranking;
    - *turns, semantic*: the same find's turn-index documents above the threshold;
    - *turns, lexical*: BM25 (`lexical`) over the semantic pool's exchanges (`candidates`, the
      default: no extra call), or over every exchange `search/grep` finds (`grep`: exact over the
@@ -22,7 +22,6 @@ AGENT: only the agent that stored it, ids compared exactly).
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field, replace
@@ -31,51 +30,24 @@ from typing import TypeVar
 from contextengine.v1 import packet_pb2
 
 from services.assembly import lexical
+from services.assembly.candidates import Candidate, lexical_turns, merge_candidates, semantic_turns
 from services.assembly.fusion import reciprocal_rank_fusion
 from services.assembly.injection import MemoryForInjection
+from services.assembly.memory_rules import memory_line, rank_candidates, select_candidates, truncate_content
 from services.assembly.ports import MemorySearch
 from shared.config import Settings
-from shared.domain.memory_scope import owner_tag, visible_to
 from shared.domain.turn_index import TURN_INDEX_ROOT, document_date, is_turn_uri, said_from_tags
 from shared.errors import BackendNotFound, ContextEngineError
-from shared.openviking.models.search import FindResult, GrepResult, SearchHit
+from shared.openviking.models.search import FindResult
 from shared.openviking.tenant import Tenant
 from shared.tokens import TokenCounter
 
 USER_MEMORIES_URI = "viking://~/memories"
-LEAF_BONUS = 0.12
-TEMPORAL_BONUS = 0.10
-PREFERENCE_BONUS = 0.08
-MAX_OVERLAP_BONUS = 0.2
-QUERY_TOKEN_LIMIT = 8
-TURN_CATEGORY = "conversation"
 EXPLICIT_RECALL_TOKENS = 2000
 """Token cap of explicit and fallback recall when recallTokenBudget sets none (upstream default)."""
 TURN_CANDIDATES = 200
 """Semantic pool: enough to fill an 8k-token budget and to give BM25 a corpus (a larger `limit`
 costs find almost nothing: ~36 ms at 20, ~41 ms at 80)."""
-EVENT_CATEGORIES = frozenset({"events", "cases"})
-"""Categories deduplicated by uri only (distinct events may share an abstract)."""
-
-_QUERY_TOKEN = re.compile(r"[a-z0-9]{2,}")
-_STOPWORD_TEXT = (
-    "the a an and or but if of to in on at for with about from by as is are was were be been being "
-    "do does did have has had i me my we our you your he she it its they them their this that these "
-    "those what which who whom how when where why can could would should will shall may might must "
-    "not no yes so than then there here just also very too any all some please tell know remember"
-)
-_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
-_TEMPORAL = re.compile(
-    r"\b(when|yesterday|today|tomorrow|ago|last|recent|recently|earlier|before|after|date|time|week|month"
-    r"|year|since|until)\b|什么时候|昨天|今天|上周|上次|最近|之前|以前|几号|哪天",
-    re.IGNORECASE,
-)
-_PREFERENCE = re.compile(
-    r"\b(prefer|prefers|preference|preferences|like|likes|love|loves|favorite|favourite|hate|hates|dislike"
-    r"|want|wants|usually|style)\b|喜欢|偏好|最爱|讨厌|习惯|想要",
-    re.IGNORECASE,
-)
-
 T = TypeVar("T")
 
 
@@ -111,22 +83,6 @@ class RecallConfig:
     @property
     def candidate_limit(self) -> int:
         return max(self.limit * 4, 20)
-
-
-@dataclass(frozen=True)
-class Candidate:
-    uri: str
-    abstract: str
-    score: float
-    """Clamped to [0, 1]; lexical-only turns carry 0 (they have no semantic score)."""
-    level: int
-    category: str
-    scope: packet_pb2.MemoryScope.ValueType
-    tags: tuple[str, ...] = ()
-    body: str = ""
-    """The document's text when the source returned it (find `read_content`, grep context)."""
-    kind: str = "memory"
-    """`memory` or `turn`."""
 
 
 @dataclass(frozen=True)
@@ -169,132 +125,6 @@ class RecallOutcome:
     degraded_reasons: list[str] = field(default_factory=list)
 
 
-def agent_tag(agent_id: str) -> str:
-    """The tag marking a memory as the agent's own (AGENT scope)."""
-    return owner_tag(agent_id)
-
-
-def category_of(uri: str) -> str:
-    """`.../memories/preferences/x.md` -> `preferences`; `.../memories/profile.md` -> `profile`."""
-    _, marker, rest = uri.partition("/memories/")
-    if not marker or not rest:
-        return "memory"
-    head, slash, _ = rest.partition("/")
-    if slash:
-        return head or "memory"
-    return head.rsplit(".", 1)[0] or "memory"
-
-
-def clamp_score(score: float) -> float:
-    return min(1.0, max(0.0, score))
-
-
-def to_candidate(hit: SearchHit, agent_id: str) -> Candidate | None:
-    """The hit as a candidate for this agent; None when it belongs to another agent."""
-    scope = visible_to(hit.tags, agent_id)
-    if scope is None:
-        return None
-    return Candidate(
-        uri=hit.uri,
-        abstract=hit.abstract,
-        score=clamp_score(hit.score),
-        level=hit.level,
-        category=category_of(hit.uri),
-        scope=scope,
-        tags=tuple(hit.tags),
-        body=hit.content or "",
-    )
-
-
-def merge_candidates(hit_lists: Sequence[Sequence[SearchHit]], agent_id: str) -> list[Candidate]:
-    """Merge the passes in order, dedupe by uri (first wins), keep level 2 only."""
-    seen: set[str] = set()
-    merged: list[Candidate] = []
-    for hits in hit_lists:
-        for hit in hits:
-            if hit.uri in seen or hit.level != 2:
-                continue
-            candidate = to_candidate(hit, agent_id)
-            if candidate is None:
-                continue
-            seen.add(hit.uri)
-            merged.append(candidate)
-    return merged
-
-
-def _normalise(text: str) -> str:
-    return " ".join(text.lower().split())
-
-
-def select_candidates(candidates: Sequence[Candidate], threshold: float, cap: int) -> list[Candidate]:
-    """Sort by score, drop below `threshold`, dedupe by category + normalised abstract, cap."""
-    ordered = sorted(candidates, key=lambda c: c.score, reverse=True)
-    seen: set[tuple[str, str]] = set()
-    kept: list[Candidate] = []
-    for candidate in ordered:
-        if candidate.score < threshold:
-            continue
-        if candidate.category in EVENT_CATEGORIES:
-            key = (candidate.category, "uri:" + candidate.uri)
-        else:
-            key = (candidate.category, _normalise(candidate.abstract) or "uri:" + candidate.uri)
-        if key in seen:
-            continue
-        seen.add(key)
-        kept.append(candidate)
-        if len(kept) >= cap:
-            break
-    return kept
-
-
-def query_tokens(query: str) -> list[str]:
-    """The first 8 distinct `[a-z0-9]{2,}` tokens of the query, stopwords removed."""
-    tokens: list[str] = []
-    for token in _QUERY_TOKEN.findall(query.lower()):
-        if token in _STOPWORDS or token in tokens:
-            continue
-        tokens.append(token)
-        if len(tokens) == QUERY_TOKEN_LIMIT:
-            break
-    return tokens
-
-
-def rank_score(candidate: Candidate, query: str, tokens: Sequence[str] | None = None) -> float:
-    """score + 0.12 leaf + 0.10 temporal/event + 0.08 preference/preference + keyword overlap."""
-    tokens = query_tokens(query) if tokens is None else tokens
-    rank = candidate.score
-    if candidate.level == 2:
-        rank += LEAF_BONUS
-    if candidate.category == "events" and _TEMPORAL.search(query):
-        rank += TEMPORAL_BONUS
-    if candidate.category == "preferences" and _PREFERENCE.search(query):
-        rank += PREFERENCE_BONUS
-    if tokens:
-        haystack = f"{candidate.uri} {candidate.abstract}".lower()
-        matched = sum(1 for token in tokens if token in haystack)
-        rank += min(MAX_OVERLAP_BONUS, matched / min(len(tokens), 4) * MAX_OVERLAP_BONUS)
-    return rank
-
-
-def rank_candidates(candidates: Sequence[Candidate], query: str) -> list[tuple[Candidate, float]]:
-    tokens = query_tokens(query)
-    ranked = [(c, rank_score(c, query, tokens)) for c in candidates]
-    ranked.sort(key=lambda pair: pair[1], reverse=True)
-    return ranked
-
-
-def truncate_content(text: str, max_chars: int) -> str:
-    """`text` stripped and cut to `max_chars` characters, ending in "..." when cut."""
-    text = text.strip()
-    if len(text) <= max_chars:
-        return text
-    return text[: max(0, max_chars - 3)].rstrip() + "..."
-
-
-def memory_line(category: str, content: str) -> str:
-    return f"- [{category}] {content}"
-
-
 def fit_token_budget(items: Sequence[RecalledItem], counter: TokenCounter, budget: int) -> list[RecalledItem]:
     """Items in order while their `- [category] content` lines fit `budget`; the first always does."""
     kept: list[RecalledItem] = []
@@ -319,39 +149,6 @@ def describe_failure(what: str, exc: BaseException) -> str:
 async def bounded(aw: Awaitable[T], deadline: float) -> T:
     """Await `aw`, giving up (TimeoutError) at the absolute monotonic `deadline`."""
     return await asyncio.wait_for(aw, timeout=max(0.0, deadline - time.monotonic()))
-
-
-def turn_candidate(uri: str, body: str, score: float) -> Candidate:
-    return Candidate(
-        uri=uri,
-        abstract="",
-        score=clamp_score(score),
-        level=2,
-        category=TURN_CATEGORY,
-        scope=packet_pb2.MEMORY_SCOPE_USER,
-        body=body,
-        kind="turn",
-    )
-
-
-def semantic_turns(hits: Sequence[SearchHit], threshold: float) -> list[Candidate]:
-    """The find's turn-index documents above `threshold`, best first."""
-    return [
-        turn_candidate(hit.uri, hit.abstract, hit.score)
-        for hit in hits
-        if hit.level == 2 and is_turn_uri(hit.uri) and hit.score >= threshold
-    ]
-
-
-def lexical_turns(
-    terms: Sequence[str], pool: Sequence[Candidate], grepped: GrepResult | None
-) -> list[Candidate]:
-    """BM25 order of the grep matches (when grep ran), else of the semantic pool's exchanges."""
-    if grepped is not None:
-        ranked = lexical.rank(terms, lexical.documents(grepped), [c.body for c in pool])
-    else:
-        ranked = lexical.rank(terms, {c.uri: c.body for c in pool}, [])
-    return [turn_candidate(hit.uri, hit.content, 0.0) for hit in ranked if is_turn_uri(hit.uri)]
 
 
 def content_of(candidate: Candidate, prefer_abstract: bool) -> str:

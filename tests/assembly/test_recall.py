@@ -6,21 +6,20 @@ from collections.abc import AsyncIterator
 import pytest
 from contextengine.v1 import packet_pb2
 
-from services.assembly.recall import (
-    TURN_CANDIDATES,
-    Candidate,
-    RecallConfig,
-    RecalledItem,
-    agent_tag,
-    category_of,
-    fit_token_budget,
+from services.assembly.candidates import Candidate, agent_tag, category_of, merge_candidates
+from services.assembly.memory_rules import (
     memory_line,
-    merge_candidates,
     query_tokens,
     rank_score,
-    recall_memories,
     select_candidates,
     truncate_content,
+)
+from services.assembly.recall import (
+    TURN_CANDIDATES,
+    RecallConfig,
+    RecalledItem,
+    fit_token_budget,
+    recall_memories,
 )
 from shared.domain.memory_scope import AGENT, agent_key, scope_tags
 from shared.openviking import DevAuth, OpenVikingClient, RetryPolicy

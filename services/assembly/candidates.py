@@ -1,0 +1,123 @@
+"""Stage 2 of recall: candidates per source, as one data type (`Candidate`).
+
+- memories: the semantic find's memory files this agent may see (`shared.domain.memory_scope`),
+  level 2 only, first occurrence wins;
+- turns, semantic: the same find's turn-index documents above the score threshold;
+- turns, lexical: BM25 over the semantic pool's exchanges, or over what grep matched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from contextengine.v1 import packet_pb2
+
+from services.assembly import lexical
+from shared.domain.memory_scope import owner_tag, visible_to
+from shared.domain.turn_index import is_turn_uri
+from shared.openviking.models.search import GrepResult, SearchHit
+
+TURN_CATEGORY = "conversation"
+
+
+@dataclass(frozen=True)
+class Candidate:
+    uri: str
+    abstract: str
+    score: float
+    """Clamped to [0, 1]; lexical-only turns carry 0 (they have no semantic score)."""
+    level: int
+    category: str
+    scope: packet_pb2.MemoryScope.ValueType
+    tags: tuple[str, ...] = ()
+    body: str = ""
+    """The document's text when the source returned it (find `read_content`, grep context)."""
+    kind: str = "memory"
+    """`memory` or `turn`."""
+
+
+def clamp_score(score: float) -> float:
+    return min(1.0, max(0.0, score))
+
+
+def category_of(uri: str) -> str:
+    """`.../memories/preferences/x.md` -> `preferences`; `.../memories/profile.md` -> `profile`."""
+    _, marker, rest = uri.partition("/memories/")
+    if not marker or not rest:
+        return "memory"
+    head, slash, _ = rest.partition("/")
+    if slash:
+        return head or "memory"
+    return head.rsplit(".", 1)[0] or "memory"
+
+
+def agent_tag(agent_id: str) -> str:
+    """The tag marking a memory as the agent's own (AGENT scope)."""
+    return owner_tag(agent_id)
+
+
+def to_candidate(hit: SearchHit, agent_id: str) -> Candidate | None:
+    """The hit as a candidate for this agent; None when it belongs to another agent."""
+    scope = visible_to(hit.tags, agent_id)
+    if scope is None:
+        return None
+    return Candidate(
+        uri=hit.uri,
+        abstract=hit.abstract,
+        score=clamp_score(hit.score),
+        level=hit.level,
+        category=category_of(hit.uri),
+        scope=scope,
+        tags=tuple(hit.tags),
+        body=hit.content or "",
+    )
+
+
+def merge_candidates(hit_lists: Sequence[Sequence[SearchHit]], agent_id: str) -> list[Candidate]:
+    """Merge the passes in order, dedupe by uri (first wins), keep level 2 only."""
+    seen: set[str] = set()
+    merged: list[Candidate] = []
+    for hits in hit_lists:
+        for hit in hits:
+            if hit.uri in seen or hit.level != 2:
+                continue
+            candidate = to_candidate(hit, agent_id)
+            if candidate is None:
+                continue
+            seen.add(hit.uri)
+            merged.append(candidate)
+    return merged
+
+
+def turn_candidate(uri: str, body: str, score: float) -> Candidate:
+    return Candidate(
+        uri=uri,
+        abstract="",
+        score=clamp_score(score),
+        level=2,
+        category=TURN_CATEGORY,
+        scope=packet_pb2.MEMORY_SCOPE_USER,
+        body=body,
+        kind="turn",
+    )
+
+
+def semantic_turns(hits: Sequence[SearchHit], threshold: float) -> list[Candidate]:
+    """The find's turn-index documents above `threshold`, best first."""
+    return [
+        turn_candidate(hit.uri, hit.abstract, hit.score)
+        for hit in hits
+        if hit.level == 2 and is_turn_uri(hit.uri) and hit.score >= threshold
+    ]
+
+
+def lexical_turns(
+    terms: Sequence[str], pool: Sequence[Candidate], grepped: GrepResult | None
+) -> list[Candidate]:
+    """BM25 order of the grep matches (when grep ran), else of the semantic pool's exchanges."""
+    if grepped is not None:
+        ranked = lexical.rank(terms, lexical.documents(grepped), [c.body for c in pool])
+    else:
+        ranked = lexical.rank(terms, {c.uri: c.body for c in pool}, [])
+    return [turn_candidate(hit.uri, hit.content, 0.0) for hit in ranked if is_turn_uri(hit.uri)]
