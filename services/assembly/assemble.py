@@ -21,7 +21,7 @@ from services.assembly.injection import (
     recall_tool_result_json,
     tool_call_id_for,
 )
-from services.assembly.packing import MessageTokens, RecallPlan, TokenCountCache, pack_context, split_turns
+from services.assembly.packing import RecallPlan, pack_context
 from services.assembly.ports import MemorySearch
 from services.assembly.profile import PROFILE_MAX_TOKENS, ProfileCache, StableProfile, load_stable_profile
 from services.assembly.recall import (
@@ -38,6 +38,8 @@ from services.assembly.recall_query import (
     skip_reason_for,
 )
 from services.assembly.summaries import SummarySource
+from services.assembly.token_counts import MessageTokens, TokenCountCache
+from services.assembly.turns import split_turns
 from shared.config import Settings
 from shared.domain.envelope import turn_id_for
 from shared.domain.identity import RequestIdentity

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from contextengine.v1 import common_pb2, envelope_pb2
 
-from services.assembly.packing import Turn
+from services.assembly.turns import Turn
 from shared.domain.identity import RequestIdentity
 
 _ROLES = {

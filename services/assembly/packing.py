@@ -22,113 +22,19 @@ turns always form one contiguous tail of the transcript.
 
 from __future__ import annotations
 
-import hashlib
 import json
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from contextengine.v1 import common_pb2, packet_pb2
 
+from services.assembly.elision import Pointer, elide_turn, elision_limit
 from services.assembly.injection import MemoryForInjection, injected_recall_pair, summary_message
-from shared.domain.messages import image_count, message_texts, plain_text, tool_call_ids, tool_result_call_id
-from shared.tokens import TokenCounter
+from services.assembly.token_counts import MessageTokens
+from services.assembly.turns import Turn
+from shared.domain.messages import plain_text
 
-IMAGE_TOKENS = 85
-"""Tokens charged per image block (a low-detail image; the engine never sees the pixels)."""
 DEFAULT_RECALL_SHARE = 0.5
-MIN_ELISION_TOKENS = 128
-"""Older tool outputs are never cut below this many tokens."""
-
-Pointer = Callable[[int, common_pb2.ConversationMessage], str]
-"""(transcript position, message) -> what `memory_expand` takes to return that message whole."""
-
-
-@dataclass(frozen=True)
-class Turn:
-    start: int
-    """Index of the turn's first message in the host transcript."""
-    messages: tuple[common_pb2.ConversationMessage, ...]
-
-
-def split_turns(messages: Sequence[common_pb2.ConversationMessage]) -> list[Turn]:
-    """Turns: each USER message starts one; messages before the first user message form one.
-
-    A tool result whose call sits in an earlier turn merges the turns in between, so a call
-    and its result always land in the same turn.
-    """
-    if not messages:
-        return []
-    bounds: list[int] = []
-    call_turn: dict[str, int] = {}
-    for index, message in enumerate(messages):
-        if not bounds or message.role == common_pb2.MESSAGE_ROLE_USER:
-            bounds.append(index)
-        turn = len(bounds) - 1
-        for call_id in tool_call_ids(message):
-            call_turn[call_id] = turn
-        answered = tool_result_call_id(message)
-        if answered in call_turn and call_turn[answered] < turn:
-            first = call_turn[answered]
-            del bounds[first + 1 :]
-            for key, value in call_turn.items():
-                if value > first:
-                    call_turn[key] = first
-    ends = [*bounds[1:], len(messages)]
-    return [Turn(start, tuple(messages[start:end])) for start, end in zip(bounds, ends, strict=True)]
-
-
-def _digest(message: common_pb2.ConversationMessage) -> bytes:
-    return hashlib.blake2b(message.SerializeToString(deterministic=True), digest_size=16).digest()
-
-
-class TokenCountCache:
-    """Token counts of messages seen by earlier calls, by content. Hosts resend the whole
-    transcript on every call, so after the first call only new messages are tokenized."""
-
-    def __init__(self, capacity: int = 100_000) -> None:
-        self._capacity = capacity
-        self._counts: OrderedDict[tuple[str, bytes], int] = OrderedDict()
-
-    def __len__(self) -> int:
-        return len(self._counts)
-
-    def get(self, key: tuple[str, bytes]) -> int | None:
-        tokens = self._counts.get(key)
-        if tokens is not None:
-            self._counts.move_to_end(key)
-        return tokens
-
-    def put(self, key: tuple[str, bytes], tokens: int) -> None:
-        self._counts[key] = tokens
-        if len(self._counts) > self._capacity:
-            self._counts.popitem(last=False)
-
-
-class MessageTokens:
-    """Token counts per message: once per message object within one call, and across calls
-    through `shared` (keyed by encoding and content digest)."""
-
-    def __init__(self, counter: TokenCounter, shared: TokenCountCache | None = None) -> None:
-        self.counter = counter
-        self._shared = shared
-        self._cache: dict[int, tuple[common_pb2.ConversationMessage, int]] = {}
-
-    def __call__(self, message: common_pb2.ConversationMessage) -> int:
-        hit = self._cache.get(id(message))
-        if hit is not None and hit[0] is message:
-            return hit[1]
-        key = (self.counter.encoding_name, _digest(message))
-        tokens = self._shared.get(key) if self._shared is not None else None
-        if tokens is None:
-            tokens = self.counter.count_message(message_texts(message)) + IMAGE_TOKENS * image_count(message)
-            if self._shared is not None:
-                self._shared.put(key, tokens)
-        self._cache[id(message)] = (message, tokens)
-        return tokens
-
-    def total(self, messages: Sequence[common_pb2.ConversationMessage]) -> int:
-        return sum(self(m) for m in messages)
 
 
 @dataclass(frozen=True)
@@ -170,49 +76,8 @@ def profile_text(blocks: Sequence[str]) -> str:
     return "\n\n".join(blocks)
 
 
-def elision_limit(budget: int) -> int:
-    """Older tool outputs longer than this many tokens have their middle elided."""
-    return max(MIN_ELISION_TOKENS, budget // 8)
-
-
 def _normal(text: str) -> str:
     return " ".join(text.split()).lower()
-
-
-def elided(
-    message: common_pb2.ConversationMessage, limit: int, tokens: int, pointer: str
-) -> common_pb2.ConversationMessage:
-    """`message` with the middle of each long tool-result text replaced by a pointer."""
-    out = common_pb2.ConversationMessage()
-    out.CopyFrom(message)
-    keep_chars = limit * 3  # ~4 characters a token: leaves room for the marker
-    for block in out.content:
-        if not block.HasField("tool_result"):
-            continue
-        for part in block.tool_result.content:
-            text = part.text.text
-            if part.HasField("text") and len(text) > keep_chars:
-                head, tail = text[: keep_chars * 2 // 3], text[-(keep_chars // 3) :]
-                part.text.text = (
-                    f"{head}\n[... about {tokens - limit} tokens elided; "
-                    f'memory_expand("{pointer}") returns the whole output ...]\n{tail}'
-                )
-    return out
-
-
-def _elide_turn(turn: Turn, count: MessageTokens, limit: int, pointer: Pointer | None) -> Turn:
-    if pointer is None:
-        return turn
-    messages = []
-    for offset, message in enumerate(turn.messages):
-        tokens = count(message)
-        kept = message
-        if message.role == common_pb2.MESSAGE_ROLE_TOOL_RESULT and tokens > limit:
-            shorter = elided(message, limit, tokens, pointer(turn.start + offset, message))
-            if count(shorter) < tokens:
-                kept = shorter
-        messages.append(kept)
-    return Turn(turn.start, tuple(messages))
 
 
 def _ordered(
@@ -331,7 +196,7 @@ class _Fill:
     ) -> bool:
         """Prepend `turns` newest first while they fit; False when one did not."""
         for turn in reversed(turns):
-            shorter = _elide_turn(turn, count, limit, pointer)
+            shorter = elide_turn(turn, count, limit, pointer)
             cost = count.total(shorter.messages)
             if cost > self.room:
                 return False

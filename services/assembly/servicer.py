@@ -14,10 +14,10 @@ from services.assembly.assemble import (
     recall_for_tool,
     retrieval_deadline,
 )
-from services.assembly.packing import TokenCountCache
 from services.assembly.ports import AssemblyBackend
 from services.assembly.profile import ProfileCache
 from services.assembly.summaries import SummarySource
+from services.assembly.token_counts import TokenCountCache
 from shared.config import Settings
 from shared.domain.identity import request_identity
 from shared.domain.messages import MAX_TEXT_CHARS, validate_messages

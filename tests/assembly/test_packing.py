@@ -9,18 +9,11 @@ from contextengine.v1 import common_pb2, packet_pb2
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
+from services.assembly.elision import elision_limit
 from services.assembly.injection import MemoryForInjection, is_engine_injected, summary_message
-from services.assembly.packing import (
-    MessageTokens,
-    PackedContext,
-    RecallPlan,
-    TokenCountCache,
-    elision_limit,
-    expandable,
-    pack_context,
-    profile_text,
-    split_turns,
-)
+from services.assembly.packing import PackedContext, RecallPlan, expandable, pack_context, profile_text
+from services.assembly.token_counts import MessageTokens, TokenCountCache
+from services.assembly.turns import split_turns
 from shared.domain.messages import plain_text, validate_messages
 from shared.tokens import TokenCounter
 from tests.assembly.helpers import assistant, tool_result, user

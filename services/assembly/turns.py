@@ -1,0 +1,44 @@
+"""Host transcripts as turns: a user message and the assistant/tool messages after it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from contextengine.v1 import common_pb2
+
+from shared.domain.messages import tool_call_ids, tool_result_call_id
+
+
+@dataclass(frozen=True)
+class Turn:
+    start: int
+    """Index of the turn's first message in the host transcript."""
+    messages: tuple[common_pb2.ConversationMessage, ...]
+
+
+def split_turns(messages: Sequence[common_pb2.ConversationMessage]) -> list[Turn]:
+    """Turns: each USER message starts one; messages before the first user message form one.
+
+    A tool result whose call sits in an earlier turn merges the turns in between, so a call
+    and its result always land in the same turn.
+    """
+    if not messages:
+        return []
+    bounds: list[int] = []
+    call_turn: dict[str, int] = {}
+    for index, message in enumerate(messages):
+        if not bounds or message.role == common_pb2.MESSAGE_ROLE_USER:
+            bounds.append(index)
+        turn = len(bounds) - 1
+        for call_id in tool_call_ids(message):
+            call_turn[call_id] = turn
+        answered = tool_result_call_id(message)
+        if answered in call_turn and call_turn[answered] < turn:
+            first = call_turn[answered]
+            del bounds[first + 1 :]
+            for key, value in call_turn.items():
+                if value > first:
+                    call_turn[key] = first
+    ends = [*bounds[1:], len(messages)]
+    return [Turn(start, tuple(messages[start:end])) for start, end in zip(bounds, ends, strict=True)]
