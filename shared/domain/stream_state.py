@@ -7,12 +7,16 @@ compare-and-swap so that any capture or compaction replica can serve any request
   to a fresh session (`generation` + 1) while the old one is committed;
 - `last_sequence`: the highest host message position persisted (or claimed: `pending_write`),
   which makes AfterTurn idempotent and self-healing;
-- the counters the compaction triggers need, and the compactions still in flight.
+- the counters the compaction triggers need, and the compactions still in flight;
+- the advancement keys of the newest committed fenced turns (CommitTurn): a key is recorded in
+  the same compare-and-swap that releases the turn's write, so "stored" and "key known" change
+  together, exactly once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import random
 from collections import OrderedDict
 from collections.abc import Callable
@@ -25,6 +29,8 @@ from shared.domain.identity import RequestIdentity
 from shared.errors import Aborted
 
 MAX_CAS_ATTEMPTS = 12
+COMMITTED_TURNS_KEPT = 64
+"""Newest committed turn keys remembered per stream (a host retries a turn before the next one)."""
 LAST_SEEN_CAPACITY = 10_000
 """Streams whose last-seen state version this replica keeps (a cache; OpenViking is the truth)."""
 
@@ -40,6 +46,16 @@ class PendingWrite(BaseModel):
     end_sequence: int
     session_id: str
     claimed_at: datetime
+    turn_key: str = ""
+    """`turn_key_digest` of the fenced turn being written (CommitTurn); empty otherwise."""
+
+
+class CommittedTurn(BaseModel):
+    """A fenced turn stored in full: its key digest and stream positions."""
+
+    key: str
+    first_sequence: int
+    last_sequence: int
 
 
 class InflightCompaction(BaseModel):
@@ -78,6 +94,25 @@ class StreamState(BaseModel):
     inflight: list[InflightCompaction] = Field(default_factory=list)
     checkpoint_ids: list[str] = Field(default_factory=list)
     """Checkpoints of this stream, oldest first."""
+    committed_turns: list[CommittedTurn] = Field(default_factory=list)
+    """The newest `COMMITTED_TURNS_KEPT` fenced turns, oldest first."""
+
+    def committed_turn(self, key: str) -> CommittedTurn | None:
+        return next((t for t in self.committed_turns if t.key == key), None)
+
+    def record_committed_turn(self, claim: PendingWrite, last_sequence: int) -> None:
+        """Remember the claim's turn (if it is one) as stored through `last_sequence`."""
+        if not claim.turn_key or self.committed_turn(claim.turn_key) is not None:
+            return
+        turn = CommittedTurn(
+            key=claim.turn_key, first_sequence=claim.start_sequence, last_sequence=last_sequence
+        )
+        self.committed_turns = [*self.committed_turns, turn][-COMMITTED_TURNS_KEPT:]
+
+
+def turn_key_digest(advancement_key: str) -> str:
+    """What the state keeps of a host's advancement key (bounded size, any characters)."""
+    return hashlib.sha256(advancement_key.encode()).hexdigest()[:32]
 
 
 def session_id_for(stream_id: str, generation: int) -> str:
