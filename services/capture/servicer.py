@@ -136,7 +136,9 @@ class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
             return capture_pb2.IngestResponse()
         identity = request_identity(request.identity, self._settings, session_required=True)
         validate_messages(request.messages)
-        outcome = await self._turns.ingest(identity, request.messages, deadline=call_deadline(context))
+        outcome = await self._turns.ingest(
+            identity, request.messages, only_if_new=request.only_if_new, deadline=call_deadline(context)
+        )
         return capture_pb2.IngestResponse(
             ingested_count=outcome.persisted_count,
             duplicate_count=outcome.duplicate_count,

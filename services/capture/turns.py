@@ -290,15 +290,19 @@ class TurnCapture:
         identity: RequestIdentity,
         messages: Sequence[common_pb2.ConversationMessage],
         *,
+        only_if_new: bool = False,
         deadline: float | None = None,
     ) -> TurnOutcome:
-        """Append messages after the stream's last position; host ids already stored are skipped."""
+        """Append messages after the stream's last position; host ids already stored are skipped.
+
+        With `only_if_new` (a host's bootstrap import) nothing is stored once the stream has messages.
+        """
         self.known.touch(identity)
         cleaned = clean_transcript(messages)
         counter = TokenCounter.for_model("", self._default_encoding)
 
         def plan(state: StreamState) -> ClaimPlan | None:
-            if not messages:
+            if not messages or (only_if_new and state.last_sequence >= 0):
                 return None
             start = state.last_sequence + 1
             return ClaimPlan(

@@ -151,7 +151,12 @@ class IngestRequest(_message.Message):
     IDENTITY_FIELD_NUMBER: _builtins.int
     MESSAGES_FIELD_NUMBER: _builtins.int
     IS_HEARTBEAT_FIELD_NUMBER: _builtins.int
+    ONLY_IF_NEW_FIELD_NUMBER: _builtins.int
     is_heartbeat: _builtins.bool
+    only_if_new: _builtins.bool
+    """Bootstrap import: store the messages only when the stream has none yet (checked in the
+    same compare-and-swap that claims them, so concurrent or repeated imports store them once).
+    """
     @_builtins.property
     def identity(self) -> _common_pb2.Identity: ...
     @_builtins.property
@@ -162,10 +167,11 @@ class IngestRequest(_message.Message):
         identity: _common_pb2.Identity | None = ...,
         messages: _abc.Iterable[_common_pb2.ConversationMessage] | None = ...,
         is_heartbeat: _builtins.bool = ...,
+        only_if_new: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["identity", b"identity"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["identity", b"identity", "is_heartbeat", b"is_heartbeat", "messages", b"messages"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["identity", b"identity", "is_heartbeat", b"is_heartbeat", "messages", b"messages", "only_if_new", b"only_if_new"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

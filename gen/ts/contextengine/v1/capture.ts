@@ -116,6 +116,11 @@ export interface IngestRequest {
   identity: Identity | undefined;
   messages: ConversationMessage[];
   isHeartbeat: boolean;
+  /**
+   * Bootstrap import: store the messages only when the stream has none yet (checked in the
+   * same compare-and-swap that claims them, so concurrent or repeated imports store them once).
+   */
+  onlyIfNew: boolean;
 }
 
 export interface IngestResponse {
@@ -675,7 +680,7 @@ export const AfterTurnResponse: MessageFns<AfterTurnResponse> = {
 };
 
 function createBaseIngestRequest(): IngestRequest {
-  return { identity: undefined, messages: [], isHeartbeat: false };
+  return { identity: undefined, messages: [], isHeartbeat: false, onlyIfNew: false };
 }
 
 export const IngestRequest: MessageFns<IngestRequest> = {
@@ -688,6 +693,9 @@ export const IngestRequest: MessageFns<IngestRequest> = {
     }
     if (message.isHeartbeat !== false) {
       writer.uint32(24).bool(message.isHeartbeat);
+    }
+    if (message.onlyIfNew !== false) {
+      writer.uint32(32).bool(message.onlyIfNew);
     }
     return writer;
   },
@@ -729,6 +737,14 @@ export const IngestRequest: MessageFns<IngestRequest> = {
             message.isHeartbeat = reader.bool();
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.onlyIfNew = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -752,6 +768,11 @@ export const IngestRequest: MessageFns<IngestRequest> = {
         : isSet(object.is_heartbeat)
         ? globalThis.Boolean(object.is_heartbeat)
         : false,
+      onlyIfNew: isSet(object.onlyIfNew)
+        ? globalThis.Boolean(object.onlyIfNew)
+        : isSet(object.only_if_new)
+        ? globalThis.Boolean(object.only_if_new)
+        : false,
     };
   },
 
@@ -766,6 +787,9 @@ export const IngestRequest: MessageFns<IngestRequest> = {
     if (message.isHeartbeat !== false) {
       obj.isHeartbeat = message.isHeartbeat;
     }
+    if (message.onlyIfNew !== false) {
+      obj.onlyIfNew = message.onlyIfNew;
+    }
     return obj;
   },
 
@@ -779,6 +803,7 @@ export const IngestRequest: MessageFns<IngestRequest> = {
       : undefined;
     message.messages = object.messages?.map((e) => ConversationMessage.fromPartial(e)) || [];
     message.isHeartbeat = object.isHeartbeat ?? false;
+    message.onlyIfNew = object.onlyIfNew ?? false;
     return message;
   },
 };
