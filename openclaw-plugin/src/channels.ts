@@ -13,6 +13,8 @@ import { CompactionServiceClient } from "../gen/contextengine/v1/compaction.js";
 import type { PluginConfig } from "./config.js";
 
 const CACHE_KEY = Symbol.for("viking-context-engine.grpc-clients");
+/** The `Metadata` class of the grpc-js instance that made a client (see `unary`). */
+const METADATA_CLASS = Symbol.for("viking-context-engine.grpc-metadata-class");
 const CHANNEL_OPTIONS = {
   "grpc.keepalive_time_ms": 30_000,
   "grpc.max_receive_message_length": 64 * 1024 * 1024,
@@ -38,6 +40,7 @@ function client<C extends Client>(kind: string, make: Constructor<C>, target: st
   if (found === undefined) {
     const credentials = tls ? ChannelCredentials.createSsl() : ChannelCredentials.createInsecure();
     found = new make(target, credentials, CHANNEL_OPTIONS);
+    Object.defineProperty(found, METADATA_CLASS, { value: Metadata });
     clients.set(key, found);
   }
   return found as C;
@@ -70,17 +73,24 @@ type UnaryMethod<Req, Res> = (
   callback: (error: ServiceError | null, response: Res) => void,
 ) => unknown;
 
-/** One unary call with a deadline and the given metadata entries (e.g. `traceparent`). */
-export function unary<Req, Res>(
+/**
+ * One unary call with a deadline and the given metadata entries (e.g. `traceparent`).
+ *
+ * The metadata is built with the grpc-js instance that made the client: OpenClaw may load this
+ * module (and so grpc-js) more than once, and grpc-js rejects another instance's `Metadata`.
+ */
+export function unary<C extends Client, Req, Res>(
+  client: C,
   method: UnaryMethod<Req, Res>,
   request: Req,
   deadlineMs: number,
   headers: Record<string, string>,
 ): Promise<Res> {
-  const metadata = new Metadata();
+  const MetadataClass = (client as unknown as { [METADATA_CLASS]?: typeof Metadata })[METADATA_CLASS] ?? Metadata;
+  const metadata = new MetadataClass();
   for (const [key, value] of Object.entries(headers)) metadata.set(key, value);
   return new Promise((resolve, reject) => {
-    method(request, metadata, { deadline: new Date(Date.now() + deadlineMs) }, (error, response) =>
+    method.call(client, request, metadata, { deadline: new Date(Date.now() + deadlineMs) }, (error, response) =>
       error ? reject(error) : resolve(response),
     );
   });

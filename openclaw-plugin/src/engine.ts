@@ -56,7 +56,8 @@ export function createEngine(config: PluginConfig, log: Logger): ContextEngine {
     const scope = turnScope(params.sessionId, params.sessionKey);
     try {
       const response = await unary(
-        clients.assembly.assemble.bind(clients.assembly),
+        clients.assembly,
+        clients.assembly.assemble,
         AssembleRequest.fromPartial({
           identity: identityFor(config, params.sessionId, params.sessionKey),
           messages: params.messages.map(toEngineMessage),
@@ -82,7 +83,8 @@ export function createEngine(config: PluginConfig, log: Logger): ContextEngine {
     const scope = turnScope(params.sessionId, params.sessionKey);
     try {
       const response = await unary(
-        clients.capture.commitTurn.bind(clients.capture),
+        clients.capture,
+        clients.capture.commitTurn,
         CommitTurnRequest.fromPartial({
           identity: identityFor(config, params.sessionId, params.sessionKey),
           messages: params.messages.map(toEngineMessage),
@@ -108,7 +110,8 @@ export function createEngine(config: PluginConfig, log: Logger): ContextEngine {
     const scope = turnScope(params.sessionId, params.sessionKey);
     try {
       const response = await unary(
-        clients.compaction.compact.bind(clients.compaction),
+        clients.compaction,
+        clients.compaction.compact,
         CompactRequest.fromPartial({
           identity: identityFor(config, params.sessionId, params.sessionKey),
           tokenBudget: params.tokenBudget ?? params.runtimeContext?.tokenBudget ?? 0,
@@ -145,7 +148,8 @@ export function createEngine(config: PluginConfig, log: Logger): ContextEngine {
     onlyIfNew: boolean,
   ): Promise<number> {
     const response = await unary(
-      clients.capture.ingest.bind(clients.capture),
+        clients.capture,
+        clients.capture.ingest,
       IngestRequest.fromPartial({
         identity: identityFor(config, sessionId, sessionKey),
         messages: messages.map(toEngineMessage),

@@ -97,7 +97,8 @@ export function createTool(name: ToolName, config: PluginConfig, ctx: ToolContex
   const run: Record<ToolName, (args: Args, headers: Record<string, string>) => Promise<ToolResult>> = {
     async memory_recall(args, headers) {
       const response = await unary(
-        clients.assembly.recallMemories.bind(clients.assembly),
+        clients.assembly,
+        clients.assembly.recallMemories,
         RecallMemoriesRequest.fromPartial({ identity: identity(), query: str(args, "query"), limit: int(args, "limit") }),
         config.deadlines.toolMs,
         headers,
@@ -108,7 +109,8 @@ export function createTool(name: ToolName, config: PluginConfig, ctx: ToolContex
     async memory_store(args, headers) {
       const scope = str(args, "scope") === "agent" ? MemoryScope.MEMORY_SCOPE_AGENT : MemoryScope.MEMORY_SCOPE_USER;
       const response = await unary(
-        clients.capture.storeMemory.bind(clients.capture),
+        clients.capture,
+        clients.capture.storeMemory,
         StoreMemoryRequest.fromPartial({ identity: identity(), text: str(args, "text"), category: str(args, "category"), scope }),
         config.deadlines.toolMs,
         headers,
@@ -118,12 +120,15 @@ export function createTool(name: ToolName, config: PluginConfig, ctx: ToolContex
     async memory_forget(args, headers) {
       const uri = str(args, "uri");
       const request = ForgetMemoryRequest.fromPartial({ identity: identity(), ...(uri ? { uri } : { query: str(args, "query") }) });
-      const response = await unary(clients.capture.forgetMemory.bind(clients.capture), request, config.deadlines.toolMs, headers);
+      const response = await unary(
+        clients.capture,
+        clients.capture.forgetMemory, request, config.deadlines.toolMs, headers);
       return text({ deletedUris: response.deletedUris, candidates: response.candidates.map((c) => ({ uri: c.uri, content: c.content })) });
     },
     async memory_expand(args, headers) {
       const response = await unary(
-        clients.compaction.expandMemory.bind(clients.compaction),
+        clients.compaction,
+        clients.compaction.expandMemory,
         ExpandMemoryRequest.fromPartial({
           identity: identity(),
           summaryOrMemoryUri: str(args, "summaryOrMemoryUri"),
