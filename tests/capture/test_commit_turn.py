@@ -63,7 +63,10 @@ def commit(identity: common_pb2.Identity, n: int, *, key: str = "") -> capture_p
     )
 
 
-async def stored(ov: OpenVikingClient, identity: common_pb2.Identity) -> list[tuple[int, dict[str, object] | None]]:
+Stored = list[tuple[int, dict[str, object] | None]]
+
+
+async def stored(ov: OpenVikingClient, identity: common_pb2.Identity) -> Stored:
     """(sequence, provenance) of every message in the stream's first session."""
     who = parsed(identity)
     context = await ov.get_session_context(

@@ -190,6 +190,8 @@ def test_openclaw_drives_the_engine_end_to_end(
     session_b = host_session_id(asked)
     recall = tool_exchanges(requests_for(model, "Which database did we decide")[0], "memory_recall_auto")
     assert recall and DECISION in recall[0][1], recall
+    # the turn index: the conversation itself is recalled, not only what was stored explicitly
+    assert "We decided: PostgreSQL 16 for billing." in recall[0][1], recall
 
     # --- engine down: passthrough, then the host's retry stores the missed turn once ---
     engine.stop()
