@@ -336,7 +336,7 @@ class TranscriptWriter:
             current.pending_write = None
             current.last_sequence = new_last
             current.unsettled = [u for u in current.unsettled if u.end_sequence > new_last]
-            current.record_committed_turn(held, new_last)
+            current.record_turn_progress(held, new_last, whole=True)
             _add_counts(current, turns, tokens)
             released.append(current.model_copy(deep=True))
             if on_release is not None:
@@ -452,8 +452,7 @@ class TranscriptWriter:
             current.pending_write = None
             current.last_sequence = new_last
             current.unsettled = [*current.unsettled, *rolled_back]
-            if whole:  # a fenced turn that did not land whole stays uncommitted: its retry stores it
-                current.record_committed_turn(stale, new_last)
+            current.record_turn_progress(stale, new_last, whole=whole)
             _add_counts(current, turns, tokens)
             return current
 

@@ -233,7 +233,9 @@ class TurnCapture:
         The key is checked in the claim's compare-and-swap and recorded in the release's (or by
         the repair of a claim whose messages all landed): one OpenViking append per turn of up
         to 100 messages, so a replay, a concurrent delivery or a retry after a crash either
-        finds the key committed (DUPLICATE) or stores the whole turn once.
+        finds the key committed (DUPLICATE) or stores the whole turn once. A longer turn takes
+        several appends; if a crash cuts it short, the repair records how far it got
+        (`partial_turn`) and the retry stores the rest: the turn ends up whole, once.
         """
         self.known.touch(identity)
         cleaned = clean_transcript(turn.messages)
@@ -249,13 +251,15 @@ class TurnCapture:
             if committed is not None:
                 earlier.append((committed.first_sequence, committed.last_sequence))
                 return None
-            if not kept:
+            partial = state.partial_turn if state.partial_turn and state.partial_turn.key == key else None
+            rest = kept[partial.last_sequence - partial.first_sequence + 1 :] if partial else kept
+            if not rest:
                 return None
             start = state.last_sequence + 1
             candidates = [
-                Candidate(start + i, c.message, c.used_context_uris, provenance) for i, c in enumerate(kept)
+                Candidate(start + i, c.message, c.used_context_uris, provenance) for i, c in enumerate(rest)
             ]
-            return ClaimPlan(start, start + len(kept) - 1, candidates, turn_key=key)
+            return ClaimPlan(start, start + len(rest) - 1, candidates, turn_key=key)
 
         fired: list[Trigger.ValueType] = []
         result = await self._writer.write(
@@ -278,9 +282,9 @@ class TurnCapture:
             outcome.duplicate_turn = True
             outcome.first_sequence, outcome.last_sequence = earlier[0]
             return outcome
-        if result.persisted:
-            outcome.first_sequence = result.claimed_start
-            outcome.last_sequence = result.claimed_end
+        stored = result.state.committed_turn(key)
+        if result.persisted and stored is not None:
+            outcome.first_sequence, outcome.last_sequence = stored.first_sequence, stored.last_sequence
         outcome.capture_worthy = capture_decision(_new_user_text(cleaned), self._capture_max_length).worthy
         self._after_write(identity, result.state, outcome, fired)
         return outcome

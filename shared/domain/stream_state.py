@@ -51,7 +51,7 @@ class PendingWrite(BaseModel):
 
 
 class CommittedTurn(BaseModel):
-    """A fenced turn stored in full: its key digest and stream positions."""
+    """A fenced turn's key digest and the stream positions of its stored messages."""
 
     key: str
     first_sequence: int
@@ -96,18 +96,31 @@ class StreamState(BaseModel):
     """Checkpoints of this stream, oldest first."""
     committed_turns: list[CommittedTurn] = Field(default_factory=list)
     """The newest `COMMITTED_TURNS_KEPT` fenced turns, oldest first."""
+    partial_turn: CommittedTurn | None = None
+    """A fenced turn longer than one append whose claim was repaired with only its first messages
+    stored: the positions stored so far. Its retry stores the rest, after them."""
 
     def committed_turn(self, key: str) -> CommittedTurn | None:
         return next((t for t in self.committed_turns if t.key == key), None)
 
-    def record_committed_turn(self, claim: PendingWrite, last_sequence: int) -> None:
-        """Remember the claim's turn (if it is one) as stored through `last_sequence`."""
-        if not claim.turn_key or self.committed_turn(claim.turn_key) is not None:
+    def record_turn_progress(self, claim: PendingWrite, last_sequence: int, *, whole: bool) -> None:
+        """Record how far the claim's fenced turn (if it is one) is stored: through `last_sequence`,
+        whole (committed) or, for a turn of several appends cut short, partly (`partial_turn`)."""
+        if not claim.turn_key:
             return
-        turn = CommittedTurn(
-            key=claim.turn_key, first_sequence=claim.start_sequence, last_sequence=last_sequence
-        )
-        self.committed_turns = [*self.committed_turns, turn][-COMMITTED_TURNS_KEPT:]
+        earlier = self.partial_turn if self.partial_turn and self.partial_turn.key == claim.turn_key else None
+        first = earlier.first_sequence if earlier else claim.start_sequence
+        if not whole:
+            if earlier or last_sequence >= claim.start_sequence:
+                self.partial_turn = CommittedTurn(
+                    key=claim.turn_key, first_sequence=first, last_sequence=last_sequence
+                )
+            return
+        if earlier:
+            self.partial_turn = None
+        if self.committed_turn(claim.turn_key) is None:
+            turn = CommittedTurn(key=claim.turn_key, first_sequence=first, last_sequence=last_sequence)
+            self.committed_turns = [*self.committed_turns, turn][-COMMITTED_TURNS_KEPT:]
 
 
 def turn_key_digest(advancement_key: str) -> str:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Sequence
+from typing import Any
 
 import grpc
 import pytest
@@ -25,7 +27,10 @@ from shared.domain.envelope import persisted_turn, provenance_of
 from shared.domain.stream_state import StreamStateStore, session_id_for
 from shared.errors import BackendUnavailable
 from shared.localstack.processes import free_port
+from shared.openviking._sessions_api import MAX_BATCH_MESSAGES
 from shared.openviking.client import OpenVikingClient
+from shared.openviking.models.parts import NewMessage
+from shared.openviking.tenant import Tenant
 from shared.runtime.context import build_openviking_client
 from tests.capture.conftest import CaptureStack, new_identity, parsed, stream_state
 from tests.capture.messages import assistant, injected_recall, tool_call, tool_result, user
@@ -212,3 +217,54 @@ async def test_a_bootstrap_import_stores_the_history_once_and_never_after_turns(
     late = await replicas[1].stub.Ingest(bootstrap())
     assert late.ingested_count == 0
     assert [s for s, _ in await stored(replicas[0].openviking, identity)][8:] == [8, 9, 10, 11]
+
+
+class CutShortAppend:
+    """Wraps the real client; the next `add_messages` stores only its first append, then fails."""
+
+    def __init__(self, real: OpenVikingClient) -> None:
+        self._real = real
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._real, name)
+
+    async def add_messages(
+        self, tenant: Tenant, session_id: str, messages: Sequence[NewMessage], **kw: Any
+    ) -> None:
+        await self._real.add_messages(tenant, session_id, messages[:MAX_BATCH_MESSAGES], **kw)
+        raise BackendUnavailable("replica died between two appends")
+
+
+async def test_a_turn_longer_than_one_append_cut_short_is_completed_by_its_retry(
+    openviking: OpenVikingEndpoint,
+) -> None:
+    settings = load_settings(environ={}, overrides={"baseUrl": openviking.base_url})
+    async with build_openviking_client(settings) as ov:
+        states = StreamStateStore(DocumentStore(ov))
+        dead = f"127.0.0.1:{free_port()}"
+
+        def replica(client: object) -> TurnCapture:
+            return TurnCapture(
+                states,
+                TranscriptWriter(client, states),  # type: ignore[arg-type]
+                CompactionStarter(lambda: dead),
+                TriggerThresholds.from_settings(settings),
+                default_encoding=settings.default_encoding,
+                capture_max_length=settings.capture_max_length,
+            )
+
+        identity = new_identity()
+        who = parsed(identity)
+        calls = [m for n in range(45) for m in turn_messages(n)[1:3]]  # 90
+        # a prompt, 55 tool calls with their results, the answer: 112 messages, two appends
+        long_turn = FencedTurn([turn_messages(0)[0], *calls, *calls[:20], turn_messages(0)[3]], "lt-long")
+        with pytest.raises(BackendUnavailable):
+            await replica(CutShortAppend(ov)).commit_turn(who, long_turn, token_budget=0, model="")
+        retry = await replica(ov).commit_turn(who, long_turn, token_budget=0, model="")
+        assert (retry.duplicate_turn, retry.persisted_count) == (False, 12)
+        assert (retry.first_sequence, retry.last_sequence) == (0, 111)
+        again = await replica(ov).commit_turn(who, long_turn, token_budget=0, model="")
+        assert again.duplicate_turn and (again.first_sequence, again.last_sequence) == (0, 111)
+        assert [s for s, _ in await stored(ov, identity)] == list(range(112))
+        state = await states.load(who)
+        assert state is not None and state.partial_turn is None and state.pending_write is None
