@@ -120,9 +120,7 @@ export function createTool(name: ToolName, config: PluginConfig, ctx: ToolContex
     async memory_forget(args, headers) {
       const uri = str(args, "uri");
       const request = ForgetMemoryRequest.fromPartial({ identity: identity(), ...(uri ? { uri } : { query: str(args, "query") }) });
-      const response = await unary(
-        clients.capture,
-        clients.capture.forgetMemory, request, config.deadlines.toolMs, headers);
+      const response = await unary(clients.capture, clients.capture.forgetMemory, request, config.deadlines.toolMs, headers);
       return text({ deletedUris: response.deletedUris, candidates: response.candidates.map((c) => ({ uri: c.uri, content: c.content })) });
     },
     async memory_expand(args, headers) {
