@@ -32,7 +32,6 @@ export type PluginConfig = {
   userId: string;
   /** Agent id when the host does not name one (upstream `agentId`). */
   agentId: string;
-  autoCapture: boolean;
   deadlines: Deadlines;
 };
 
@@ -57,7 +56,7 @@ type RawEngine = Partial<{
   toolDeadlineMs: number;
 }>;
 
-type RawConfig = Partial<{ agentId: string; timeoutMs: number; autoCapture: boolean; engine: RawEngine }>;
+type RawConfig = Partial<{ agentId: string; timeoutMs: number; engine: RawEngine }>;
 
 /** Validated settings from `plugins.entries.<id>.config` (every problem reported at once, by key). */
 export function parseConfig(raw: unknown): PluginConfig {
@@ -78,7 +77,6 @@ export function parseConfig(raw: unknown): PluginConfig {
     accountId: engine.accountId ?? "default",
     userId: engine.userId ?? "default",
     agentId: config.agentId ?? "default",
-    autoCapture: config.autoCapture ?? true,
     deadlines: {
       assembleMs: engine.assembleDeadlineMs ?? Math.min(timeoutMs, 8_000),
       commitTurnMs: engine.commitTurnDeadlineMs ?? timeoutMs,

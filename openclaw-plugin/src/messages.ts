@@ -5,8 +5,8 @@
  * their JSON arguments, tool results); everything else of the host message stays in
  * `host_fields`, verbatim, and comes back unchanged. A block the typed form cannot reproduce
  * exactly (unknown type, extra fields) is kept whole in `host_fields` too, by position. Messages
- * the engine adds (auto-recall exchange, summaries) have no host fields and get the fields
- * OpenClaw expects of their role.
+ * the engine adds (auto-recall exchange, summaries; marked `contextengine_injected`) get the
+ * fields OpenClaw expects of their role.
  */
 import type { ContentBlock, ConversationMessage } from "../gen/contextengine/v1/common.js";
 import { MessageRole } from "../gen/contextengine/v1/common.js";
@@ -18,6 +18,8 @@ const CONTENT_IS_STRING = "_ceContentString";
 const KEPT_BLOCKS = "_ceBlocks";
 const HOST_ROLE = "_ceRole";
 const ENGINE_KEYS = [CONTENT_IS_STRING, KEPT_BLOCKS, HOST_ROLE];
+/** The marker the engine puts in `host_fields` of the messages it adds (auto recall, summaries). */
+const ENGINE_INJECTED = "contextengine_injected";
 
 const ROLE_TO_ENGINE: Record<string, MessageRole> = {
   user: MessageRole.MESSAGE_ROLE_USER,
@@ -191,6 +193,7 @@ export function toHostMessage(message: ConversationMessage): HostMessage {
     const blocks = restoreBlocks(message.content, kept);
     content = fields?.[CONTENT_IS_STRING] === true ? String(blocks[0]?.text ?? "") : blocks;
   }
-  const defaults = fields === undefined ? engineDefaults(role, message, hostBlocksOf(content)) : {};
+  const engineMade = fields === undefined || ENGINE_INJECTED in fields;
+  const defaults = engineMade ? engineDefaults(role, message, hostBlocksOf(content)) : {};
   return { role, content, ...defaults, ...resultFields, ...rest };
 }

@@ -15,6 +15,7 @@ import {
   type Span,
   type SpanContext,
   SpanKind,
+  SpanStatusCode,
   TraceFlags,
   trace as traceApi,
   type Tracer,
@@ -93,7 +94,7 @@ export class TraceScope {
 
   fail(error: unknown): void {
     this.span?.recordException(error instanceof Error ? error : String(error));
-    this.span?.setStatus({ code: 2, message: error instanceof Error ? error.message : String(error) });
+    this.span?.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
   }
 
   async end(): Promise<void> {

@@ -80,6 +80,19 @@ test("messages the engine adds get the fields OpenClaw expects", () => {
   assert.deepEqual(injected.content, [{ type: "toolCall", id: "AbC123xyZ", name: "memory_recall_auto", arguments: { query: "db" } }]);
 });
 
+test("a marked engine message keeps its marker and gets the assistant fields", () => {
+  const injected = toHostMessage({
+    id: "ce-injected-y",
+    role: MessageRole.MESSAGE_ROLE_ASSISTANT,
+    content: [{ toolCall: { id: "AbC123xyZ", name: "memory_recall_auto", arguments: { json: "{}" } } }],
+    timestamp: undefined,
+    hostFields: { json: '{"contextengine_injected":"memory_recall_auto"}' },
+  });
+  assert.equal(injected.contextengine_injected, "memory_recall_auto");
+  assert.equal(injected.stopReason, "toolUse");
+  assert.equal((injected.usage as { input: number }).input, 0);
+});
+
 function randomText(): string {
   const alphabet = ["a", "Z", " ", "\n", "é", "漢", "😀", '"', "\\", "{", "}"];
   return Array.from({ length: randomInt(0, 20) }, () => alphabet[randomInt(alphabet.length)]).join("");
