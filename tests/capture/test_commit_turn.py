@@ -17,11 +17,11 @@ import pytest
 from contextengine.v1 import capture_pb2, common_pb2
 from grpc import aio
 
-from services.capture.compaction_client import CompactionStarter
+from services.capture.compaction_client import CompactionNudger
 from services.capture.transcript import READ_ALL_TOKEN_BUDGET, TranscriptWriter
 from services.capture.triggers import TriggerThresholds
 from services.capture.turns import FencedTurn, TurnCapture
-from shared.config import load_settings
+from shared.config import Settings, load_settings
 from shared.domain.documents import DocumentStore
 from shared.domain.envelope import persisted_turn, provenance_of
 from shared.domain.stream_state import StreamStateStore, session_id_for
@@ -56,6 +56,19 @@ def turn_messages(n: int) -> list[common_pb2.ConversationMessage]:
 
 def anchor(n: int, role: str) -> str:
     return json.dumps({"logicalTurnId": f"lt-{n}", "entryId": f"e{n}-{role}", "rawSeq": n * 10, "role": role})
+
+
+def capture_replica(client: object, states: StreamStateStore, settings: Settings) -> TurnCapture:
+    """A capture replica's turn logic over `client` (compaction unreachable: no trigger fires here)."""
+    dead = f"127.0.0.1:{free_port()}"
+    return TurnCapture(
+        states,
+        TranscriptWriter(client, states),  # type: ignore[arg-type]
+        CompactionNudger(lambda: dead),
+        TriggerThresholds.from_settings(settings),
+        default_encoding=settings.default_encoding,
+        capture_max_length=settings.capture_max_length,
+    )
 
 
 def commit(identity: common_pb2.Identity, n: int, *, key: str = "") -> capture_pb2.CommitTurnRequest:
@@ -173,17 +186,9 @@ async def test_a_retry_after_a_failed_append_stores_the_turn_exactly_once(
     settings = load_settings(environ={}, overrides={"baseUrl": openviking.base_url})
     async with build_openviking_client(settings) as ov:
         states = StreamStateStore(DocumentStore(ov))
-        dead = f"127.0.0.1:{free_port()}"
 
         def replica(client: object) -> TurnCapture:
-            return TurnCapture(
-                states,
-                TranscriptWriter(client, states),  # type: ignore[arg-type]
-                CompactionStarter(lambda: dead),
-                TriggerThresholds.from_settings(settings),
-                default_encoding=settings.default_encoding,
-                capture_max_length=settings.capture_max_length,
-            )
+            return capture_replica(client, states, settings)
 
         identity = new_identity()
         who = parsed(identity)
@@ -241,17 +246,9 @@ async def test_a_turn_longer_than_one_append_cut_short_is_completed_by_its_retry
     settings = load_settings(environ={}, overrides={"baseUrl": openviking.base_url})
     async with build_openviking_client(settings) as ov:
         states = StreamStateStore(DocumentStore(ov))
-        dead = f"127.0.0.1:{free_port()}"
 
         def replica(client: object) -> TurnCapture:
-            return TurnCapture(
-                states,
-                TranscriptWriter(client, states),  # type: ignore[arg-type]
-                CompactionStarter(lambda: dead),
-                TriggerThresholds.from_settings(settings),
-                default_encoding=settings.default_encoding,
-                capture_max_length=settings.capture_max_length,
-            )
+            return capture_replica(client, states, settings)
 
         identity = new_identity()
         who = parsed(identity)
