@@ -87,9 +87,7 @@ def identity(session_id: str) -> common_pb2.Identity:
 
 
 def parsed(session_id: str) -> RequestIdentity:
-    return parse_identity(
-        identity(session_id), default_agent_id="main", default_account_id="default", session_required=True
-    )
+    return parse_identity(identity(session_id), default_agent_id="main", session_required=True)
 
 
 async def stored_turns(openviking: OpenVikingEndpoint, session_id: str) -> list[tuple[dict[str, Any], Any]]:
