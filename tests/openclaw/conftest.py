@@ -75,8 +75,8 @@ def openclaw(
         extra_env={"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, "OTEL_SERVICE_NAME": "openclaw"},
     )
     host.setup()
-    host.start_gateway()
     try:
+        host.start_gateway()
         yield host
     finally:
         host.stop_gateway()

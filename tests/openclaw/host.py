@@ -6,6 +6,7 @@ scratch folder: HOME, OPENCLAW_STATE_DIR, OPENCLAW_CONFIG_PATH and TMPDIR point 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -167,14 +168,20 @@ class OpenClawHost:
         return path.read_text(errors="replace") if path.exists() else ""
 
     def stop_gateway(self) -> None:
-        if self.gateway is None or self.gateway.poll() is not None:
+        """Stop the Gateway and every process it started (its own process group)."""
+        if self.gateway is None:
             return
-        os.killpg(self.gateway.pid, signal.SIGTERM)
+        try:
+            os.killpg(self.gateway.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
         try:
             self.gateway.wait(timeout=20)
         except subprocess.TimeoutExpired:
             os.killpg(self.gateway.pid, signal.SIGKILL)
             self.gateway.wait(timeout=10)
+        with contextlib.suppress(ProcessLookupError):  # workers the Gateway left behind in its group
+            os.killpg(self.gateway.pid, signal.SIGKILL)
 
     def agent(self, session_key: str, message: str) -> AgentReply:
         started = time.monotonic()
