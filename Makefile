@@ -24,8 +24,12 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
+openclaw-plugin/node_modules/.installed: openclaw-plugin/package.json openclaw-plugin/package-lock.json
+	cd openclaw-plugin && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
 .PHONY: install
-install: $(VENV)/.installed node_modules/.installed ## Install the Python and Node.js toolchains (pinned)
+install: $(VENV)/.installed node_modules/.installed openclaw-plugin/node_modules/.installed ## Install the Python and Node.js toolchains (pinned)
 
 .PHONY: protos
 protos: install ## Regenerate the Python (typed) and TypeScript stubs from protos/
@@ -61,8 +65,12 @@ typecheck: install ## mypy --strict on our packages
 k8s-check: install ## Validate k8s/ and the Dockerfiles offline (kustomize, kubernetes-validate, checkov, hadolint, build context)
 	scripts/check-k8s.sh
 
+.PHONY: plugin
+plugin: install ## Build and test the OpenClaw plugin (openclaw-plugin/: strict tsc, node test runner)
+	cd openclaw-plugin && npm test
+
 .PHONY: test
-test: install protos-check lint typecheck k8s-check ## Everything CI checks: drift, lint, types, k8s, unit + integration tests
+test: install protos-check lint typecheck k8s-check plugin ## Everything CI checks: drift, lint, types, k8s, plugin, unit + integration + OpenClaw e2e tests
 	$(BIN)/pytest -q
 
 .PHONY: chaos
@@ -88,4 +96,4 @@ clean-data: ## Wipe the local stack's data (OpenViking workspace, logs); keeps t
 
 .PHONY: clean
 clean: ## Remove every local install and data
-	rm -rf $(VENV) .stack node_modules
+	rm -rf $(VENV) .stack .tools node_modules openclaw-plugin/node_modules openclaw-plugin/dist openclaw-plugin/gen

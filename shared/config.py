@@ -42,6 +42,8 @@ _UPSTREAM_IGNORED_KEYS = frozenset(
         "ingestReplyAssistMinChars",
         "logFindRequests",
         "emitStandardDiagnostics",
+        # The OpenClaw plugin's own block (how it reaches the engine: targets, TLS, deadlines).
+        "engine",
     }
 )
 

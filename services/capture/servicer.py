@@ -6,10 +6,10 @@ from contextengine.v1 import capture_pb2, capture_pb2_grpc, checkpoint_pb2
 from grpc import aio
 
 from services.capture import memories
-from services.capture.turns import TurnCapture
+from services.capture.turns import FencedTurn, TurnCapture, TurnOutcome
 from shared.config import Settings
 from shared.domain.identity import request_identity
-from shared.domain.messages import validate_messages
+from shared.domain.messages import MAX_ID_CHARS, validate_json_object, validate_messages
 from shared.errors import InvalidArgument
 from shared.openviking.client import OpenVikingClient
 from shared.runtime.deadlines import call_deadline
@@ -18,6 +18,21 @@ from shared.telemetry.metrics import record_trigger
 
 SKIPPED_CAPTURE_OFF = "auto_capture_disabled"
 SKIPPED_HEARTBEAT = "heartbeat"
+
+
+def _record_turn_attributes(outcome: TurnOutcome, token_budget: int) -> None:
+    attr.set_turn(
+        sequence=outcome.last_sequence,
+        persisted=outcome.persisted_count,
+        duplicates=outcome.duplicate_count,
+        openviking_session_id=outcome.session_id,
+    )
+    attr.set_tokens(budget=token_budget, used=outcome.estimated_tokens)
+    if outcome.trigger:
+        trigger = checkpoint_pb2.CompactionTrigger.Name(outcome.trigger)
+        attr.set_trigger(trigger)
+        attr.set_checkpoint(outcome.checkpoint_id, outcome="pending")
+        record_trigger(trigger)
 
 
 class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
@@ -52,24 +67,60 @@ class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
             model=request.model,
             deadline=call_deadline(context),
         )
-        attr.set_turn(
-            sequence=outcome.last_sequence,
-            persisted=outcome.persisted_count,
-            duplicates=outcome.duplicate_count,
-            openviking_session_id=outcome.session_id,
-        )
-        attr.set_tokens(
-            budget=request.token_budget or self._settings.default_token_budget, used=outcome.estimated_tokens
-        )
-        if outcome.trigger:
-            trigger = checkpoint_pb2.CompactionTrigger.Name(outcome.trigger)
-            attr.set_trigger(trigger)
-            attr.set_checkpoint(outcome.checkpoint_id, outcome="pending")
-            record_trigger(trigger)
+        _record_turn_attributes(outcome, request.token_budget or self._settings.default_token_budget)
         return capture_pb2.AfterTurnResponse(
             persisted_count=outcome.persisted_count,
             duplicate_count=outcome.duplicate_count,
             injected_skipped_count=outcome.injected_skipped_count,
+            last_sequence=outcome.last_sequence,
+            openviking_session_id=outcome.session_id,
+            trigger_fired=outcome.trigger,
+            compaction_checkpoint_id=outcome.checkpoint_id,
+            estimated_tokens=outcome.estimated_tokens,
+            capture_worthy=outcome.capture_worthy,
+        )
+
+    async def CommitTurn(  # noqa: N802
+        self, request: capture_pb2.CommitTurnRequest, context: aio.ServicerContext[object, object]
+    ) -> capture_pb2.CommitTurnResponse:
+        committed = capture_pb2.COMMIT_TURN_STATUS_COMMITTED
+        if not self._settings.auto_capture:
+            return capture_pb2.CommitTurnResponse(
+                status=committed, first_sequence=-1, last_sequence=-1, skipped_reason=SKIPPED_CAPTURE_OFF
+            )
+        if request.is_heartbeat:
+            return capture_pb2.CommitTurnResponse(
+                status=committed, first_sequence=-1, last_sequence=-1, skipped_reason=SKIPPED_HEARTBEAT
+            )
+        identity = request_identity(request.identity, self._settings, session_required=True)
+        attr.set_identity(
+            account_id=identity.tenant.account_id, session_id=identity.session_id, agent_id=identity.agent_id
+        )
+        if not request.advancement_key.strip():
+            raise InvalidArgument("advancement_key", "is required")
+        if len(request.advancement_key) > MAX_ID_CHARS:
+            raise InvalidArgument("advancement_key", f"is longer than {MAX_ID_CHARS} characters")
+        validate_json_object(request.admission, "admission")
+        validate_json_object(request.terminal, "terminal")
+        validate_messages(request.messages)
+        if request.token_budget < 0:
+            raise InvalidArgument("token_budget", "must not be negative")
+        turn = FencedTurn(
+            request.messages, request.advancement_key, request.admission.json, request.terminal.json
+        )
+        outcome = await self._turns.commit_turn(
+            identity,
+            turn,
+            token_budget=request.token_budget,
+            model=request.model,
+            deadline=call_deadline(context),
+        )
+        _record_turn_attributes(outcome, request.token_budget or self._settings.default_token_budget)
+        return capture_pb2.CommitTurnResponse(
+            status=capture_pb2.COMMIT_TURN_STATUS_DUPLICATE if outcome.duplicate_turn else committed,
+            persisted_count=outcome.persisted_count,
+            injected_skipped_count=outcome.injected_skipped_count,
+            first_sequence=outcome.first_sequence,
             last_sequence=outcome.last_sequence,
             openviking_session_id=outcome.session_id,
             trigger_fired=outcome.trigger,
@@ -85,7 +136,9 @@ class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
             return capture_pb2.IngestResponse()
         identity = request_identity(request.identity, self._settings, session_required=True)
         validate_messages(request.messages)
-        outcome = await self._turns.ingest(identity, request.messages, deadline=call_deadline(context))
+        outcome = await self._turns.ingest(
+            identity, request.messages, only_if_new=request.only_if_new, deadline=call_deadline(context)
+        )
         return capture_pb2.IngestResponse(
             ingested_count=outcome.persisted_count,
             duplicate_count=outcome.duplicate_count,

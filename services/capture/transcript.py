@@ -71,6 +71,8 @@ class Candidate:
     sequence: int
     message: common_pb2.ConversationMessage | None
     used_context_uris: tuple[str, ...] = ()
+    provenance: str = ""
+    """The fenced turn the message belongs to (`envelope.turn_provenance`), empty outside one."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,8 @@ class ClaimPlan:
     start: int
     end: int
     candidates: list[Candidate]
+    turn_key: str = ""
+    """Digest of the fenced turn's advancement key: recorded as committed when all of it landed."""
 
 
 Planner = Callable[[StreamState], ClaimPlan | None]
@@ -140,6 +144,7 @@ def _claimer(
             end_sequence=plan.end,
             session_id=current.active_session,
             claimed_at=now,
+            turn_key=plan.turn_key,
         )
         current.pending_write = pending
         current.last_sequence = plan.end
@@ -301,7 +306,9 @@ class TranscriptWriter:
                         identity.tenant,
                         claim.session_id,
                         [
-                            openviking_message(identity.stream_id, c.sequence, c.message, c.used_context_uris)
+                            openviking_message(
+                                identity.stream_id, c.sequence, c.message, c.used_context_uris, c.provenance
+                            )
                             for c in to_append
                             if c.message is not None
                         ],
@@ -329,6 +336,7 @@ class TranscriptWriter:
             current.pending_write = None
             current.last_sequence = new_last
             current.unsettled = [u for u in current.unsettled if u.end_sequence > new_last]
+            current.record_turn_progress(held, new_last, whole=True)
             _add_counts(current, turns, tokens)
             released.append(current.model_copy(deep=True))
             if on_release is not None:
@@ -425,6 +433,7 @@ class TranscriptWriter:
         }
         turns, tokens = _counts(list(landed.values()), counter)
         new_last = max(landed) if landed else stale.start_sequence - 1
+        whole = len(landed) == stale.end_sequence - stale.start_sequence + 1
         log.warning(
             "repaired claim %d..%d of %s: %d landed, last_sequence -> %d",
             stale.start_sequence,
@@ -443,6 +452,7 @@ class TranscriptWriter:
             current.pending_write = None
             current.last_sequence = new_last
             current.unsettled = [*current.unsettled, *rolled_back]
+            current.record_turn_progress(stale, new_last, whole=whole)
             _add_counts(current, turns, tokens)
             return current
 

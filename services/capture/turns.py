@@ -1,4 +1,5 @@
-"""AfterTurn and Ingest as plain async logic: persist, count, evaluate triggers, start compactions."""
+"""AfterTurn, CommitTurn and Ingest as plain async logic: persist, count, evaluate triggers,
+start compactions."""
 
 from __future__ import annotations
 
@@ -17,9 +18,10 @@ from services.capture.injections import CleanedMessage, clean_transcript
 from services.capture.transcript import Candidate, ClaimPlan, TranscriptWriter, WriteResult
 from services.capture.triggers import TriggerThresholds, fired_trigger
 from shared.domain.checkpoints import new_checkpoint_id
+from shared.domain.envelope import turn_provenance
 from shared.domain.handoff import compaction_inflight_for_active, hand_off
 from shared.domain.identity import RequestIdentity
-from shared.domain.stream_state import StreamState, StreamStateStore, utc_now
+from shared.domain.stream_state import StreamState, StreamStateStore, turn_key_digest, utc_now
 from shared.domain.turn_index import IndexedMessage
 from shared.domain.turn_index_writer import TurnIndexWriter
 from shared.errors import Aborted
@@ -46,6 +48,19 @@ class TurnOutcome:
     checkpoint_id: str = ""
     estimated_tokens: int = 0
     capture_worthy: bool = False
+    first_sequence: int = -1
+    duplicate_turn: bool = False
+    """CommitTurn: the advancement key was committed before; nothing was written."""
+
+
+@dataclass(frozen=True)
+class FencedTurn:
+    """One turn of a host with turn fencing: only its messages, its key and its anchors."""
+
+    messages: Sequence[common_pb2.ConversationMessage]
+    advancement_key: str
+    admission_json: str = ""
+    terminal_json: str = ""
 
 
 @dataclass
@@ -204,20 +219,94 @@ class TurnCapture:
         self._after_write(identity, result.state, outcome, fired)
         return outcome
 
+    async def commit_turn(
+        self,
+        identity: RequestIdentity,
+        turn: FencedTurn,
+        *,
+        token_budget: int,
+        model: str,
+        deadline: float | None = None,
+    ) -> TurnOutcome:
+        """Store all of the turn's messages after the stream's last position, or none of them.
+
+        The key is checked in the claim's compare-and-swap and recorded in the release's (or by
+        the repair of a claim whose messages all landed): one OpenViking append per turn of up
+        to 100 messages, so a replay, a concurrent delivery or a retry after a crash either
+        finds the key committed (DUPLICATE) or stores the whole turn once. A longer turn takes
+        several appends; if a crash cuts it short, the repair records how far it got
+        (`partial_turn`) and the retry stores the rest: the turn ends up whole, once.
+        """
+        self.known.touch(identity)
+        cleaned = clean_transcript(turn.messages)
+        kept = [c for c in cleaned if c.message is not None]
+        counter = TokenCounter.for_model(model, self._default_encoding)
+        key = turn_key_digest(turn.advancement_key)
+        provenance = turn_provenance(turn.advancement_key, turn.admission_json, turn.terminal_json)
+        earlier: list[tuple[int, int]] = []
+
+        def plan(state: StreamState) -> ClaimPlan | None:
+            earlier.clear()
+            committed = state.committed_turn(key)
+            if committed is not None:
+                earlier.append((committed.first_sequence, committed.last_sequence))
+                return None
+            partial = state.partial_turn if state.partial_turn and state.partial_turn.key == key else None
+            rest = kept[partial.last_sequence - partial.first_sequence + 1 :] if partial else kept
+            if not rest:
+                return None
+            start = state.last_sequence + 1
+            candidates = [
+                Candidate(start + i, c.message, c.used_context_uris, provenance) for i, c in enumerate(rest)
+            ]
+            return ClaimPlan(start, start + len(rest) - 1, candidates, turn_key=key)
+
+        fired: list[Trigger.ValueType] = []
+        result = await self._writer.write(
+            identity,
+            plan,
+            counter,
+            on_release=self._trigger_hand_off(identity, token_budget, fired),
+            deadline=deadline,
+        )
+        await self._index_persisted(identity, result, deadline)
+        released = result.released or result.state
+        outcome = TurnOutcome(
+            persisted_count=len(result.persisted),
+            injected_skipped_count=sum(c.skipped for c in cleaned),
+            last_sequence=released.last_sequence,
+            session_id=result.session_id,
+            estimated_tokens=released.active_tokens,
+        )
+        if earlier:
+            outcome.duplicate_turn = True
+            outcome.first_sequence, outcome.last_sequence = earlier[0]
+            return outcome
+        stored = result.state.committed_turn(key)
+        if result.persisted and stored is not None:
+            outcome.first_sequence, outcome.last_sequence = stored.first_sequence, stored.last_sequence
+        outcome.capture_worthy = capture_decision(_new_user_text(cleaned), self._capture_max_length).worthy
+        self._after_write(identity, result.state, outcome, fired)
+        return outcome
+
     async def ingest(
         self,
         identity: RequestIdentity,
         messages: Sequence[common_pb2.ConversationMessage],
         *,
+        only_if_new: bool = False,
         deadline: float | None = None,
     ) -> TurnOutcome:
-        """Append messages after the stream's last position; host ids already stored are skipped."""
+        """Append messages after the stream's last position; host ids already stored are skipped.
+
+        With `only_if_new` (a host's bootstrap import) nothing is stored once the stream has messages.
+        """
         self.known.touch(identity)
         cleaned = clean_transcript(messages)
         counter = TokenCounter.for_model("", self._default_encoding)
 
         def plan(state: StreamState) -> ClaimPlan | None:
-            if not messages:
+            if not messages or (only_if_new and state.last_sequence >= 0):
                 return None
             start = state.last_sequence + 1
             return ClaimPlan(

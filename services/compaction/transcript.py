@@ -26,10 +26,10 @@ async def _read_messages(
         return []
 
 
-async def session_turns(
+async def session_messages(
     openviking: OpenVikingClient, tenant: Tenant, session_id: str, *, deadline: float | None = None
-) -> list[PersistedTurn]:
-    """Every engine-written turn of one OpenViking session, archived or live, by sequence."""
+) -> list[SessionMessage]:
+    """Every message of one OpenViking session as stored: archives oldest first, then the live ones."""
     base = session_uri(tenant, session_id)
     messages: list[SessionMessage] = []
     try:
@@ -41,7 +41,14 @@ async def session_turns(
         for archive in archives:
             messages += await _read_messages(openviking, tenant, archive_messages_uri(archive), deadline)
     messages += await _read_messages(openviking, tenant, f"{base}/messages.jsonl", deadline)
-    return engine_turns(messages)
+    return messages
+
+
+async def session_turns(
+    openviking: OpenVikingClient, tenant: Tenant, session_id: str, *, deadline: float | None = None
+) -> list[PersistedTurn]:
+    """Every engine-written turn of one OpenViking session, archived or live, by sequence."""
+    return engine_turns(await session_messages(openviking, tenant, session_id, deadline=deadline))
 
 
 async def newest_turns(

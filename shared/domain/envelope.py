@@ -8,7 +8,9 @@ Each host message becomes one OpenViking message:
   parts, in order). The sidecar makes the round trip exact: JSON arguments byte for byte,
   thinking blocks and signatures, image references, host fields and timestamps;
 - the memories the engine injected for a message (its used context) are OpenViking `context`
-  parts, so OpenViking keeps its own record of which memories a turn used.
+  parts, so OpenViking keeps its own record of which memories a turn used;
+- a message of a fenced turn (CommitTurn) also carries the turn's provenance in
+  `source_message_ids`: the host's advancement key and admission/terminal anchors, verbatim.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from shared.openviking.models.sessions import SessionMessage
 
 SIDECAR_PREFIX = "ce1:"
 HOST_ID_PREFIX = "host:"
+PROVENANCE_PREFIX = "turn:"
 TURN_ID_PREFIX = "ct-"
 
 Role = common_pb2.MessageRole
@@ -156,6 +159,7 @@ def openviking_message(
     sequence: int,
     message: common_pb2.ConversationMessage,
     used_context_uris: Sequence[str] = (),
+    provenance: str = "",
 ) -> NewMessage:
     """The OpenViking add-message body for one host message; the memories the engine injected
     for it are recorded as OpenViking `context` parts (its native "used context" record)."""
@@ -167,8 +171,32 @@ def openviking_message(
         created_at=_timestamp_text(message),
         turn_id=turn_id,
         message_kind=_MESSAGE_KIND.get(message.role),
-        source_message_ids=(turn_id, HOST_ID_PREFIX + message.id, _encode_sidecar(message)),
+        source_message_ids=(
+            turn_id,
+            HOST_ID_PREFIX + message.id,
+            _encode_sidecar(message),
+            *((provenance,) if provenance else ()),
+        ),
     )
+
+
+def turn_provenance(advancement_key: str, admission_json: str, terminal_json: str) -> str:
+    """The `source_message_ids` entry naming the fenced turn a message belongs to."""
+    value = {
+        "advancementKey": advancement_key,
+        "admission": json.loads(admission_json) if admission_json else None,
+        "terminal": json.loads(terminal_json) if terminal_json else None,
+    }
+    return PROVENANCE_PREFIX + json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def provenance_of(stored: SessionMessage) -> dict[str, object] | None:
+    """The fenced-turn provenance of a stored message (None outside a fenced turn)."""
+    entry = next((s for s in stored.source_message_ids if s.startswith(PROVENANCE_PREFIX)), None)
+    if entry is None:
+        return None
+    value: dict[str, object] = json.loads(entry[len(PROVENANCE_PREFIX) :])
+    return value
 
 
 def persisted_turn(stored: SessionMessage) -> PersistedTurn | None:

@@ -43,6 +43,11 @@ def _check_json(value: common_pb2.JsonValue, field: str, *, require_object: bool
     check_json_text(value.json, field, require_object=require_object)
 
 
+def validate_json_object(value: common_pb2.JsonValue, field: str) -> None:
+    """An optional JSON object field: empty, or valid JSON whose top level is an object."""
+    _check_json(value, field, require_object=True)
+
+
 def _check_plain_block(block: common_pb2.ContentBlock, field: str) -> None:
     """Blocks allowed inside a tool result: text and images."""
     kind = block.WhichOneof("block")

@@ -7,12 +7,16 @@ compare-and-swap so that any capture or compaction replica can serve any request
   to a fresh session (`generation` + 1) while the old one is committed;
 - `last_sequence`: the highest host message position persisted (or claimed: `pending_write`),
   which makes AfterTurn idempotent and self-healing;
-- the counters the compaction triggers need, and the compactions still in flight.
+- the counters the compaction triggers need, and the compactions still in flight;
+- the advancement keys of the newest committed fenced turns (CommitTurn): a key is recorded in
+  the same compare-and-swap that releases the turn's write, so "stored" and "key known" change
+  together, exactly once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import random
 from collections import OrderedDict
 from collections.abc import Callable
@@ -25,6 +29,8 @@ from shared.domain.identity import RequestIdentity
 from shared.errors import Aborted
 
 MAX_CAS_ATTEMPTS = 12
+COMMITTED_TURNS_KEPT = 64
+"""Newest committed turn keys remembered per stream (a host retries a turn before the next one)."""
 LAST_SEEN_CAPACITY = 10_000
 """Streams whose last-seen state version this replica keeps (a cache; OpenViking is the truth)."""
 
@@ -40,6 +46,16 @@ class PendingWrite(BaseModel):
     end_sequence: int
     session_id: str
     claimed_at: datetime
+    turn_key: str = ""
+    """`turn_key_digest` of the fenced turn being written (CommitTurn); empty otherwise."""
+
+
+class CommittedTurn(BaseModel):
+    """A fenced turn's key digest and the stream positions of its stored messages."""
+
+    key: str
+    first_sequence: int
+    last_sequence: int
 
 
 class InflightCompaction(BaseModel):
@@ -78,6 +94,38 @@ class StreamState(BaseModel):
     inflight: list[InflightCompaction] = Field(default_factory=list)
     checkpoint_ids: list[str] = Field(default_factory=list)
     """Checkpoints of this stream, oldest first."""
+    committed_turns: list[CommittedTurn] = Field(default_factory=list)
+    """The newest `COMMITTED_TURNS_KEPT` fenced turns, oldest first."""
+    partial_turn: CommittedTurn | None = None
+    """A fenced turn longer than one append whose claim was repaired with only its first messages
+    stored: the positions stored so far. Its retry stores the rest, after them."""
+
+    def committed_turn(self, key: str) -> CommittedTurn | None:
+        return next((t for t in self.committed_turns if t.key == key), None)
+
+    def record_turn_progress(self, claim: PendingWrite, last_sequence: int, *, whole: bool) -> None:
+        """Record how far the claim's fenced turn (if it is one) is stored: through `last_sequence`,
+        whole (committed) or, for a turn of several appends cut short, partly (`partial_turn`)."""
+        if not claim.turn_key:
+            return
+        earlier = self.partial_turn if self.partial_turn and self.partial_turn.key == claim.turn_key else None
+        first = earlier.first_sequence if earlier else claim.start_sequence
+        if not whole:
+            if earlier or last_sequence >= claim.start_sequence:
+                self.partial_turn = CommittedTurn(
+                    key=claim.turn_key, first_sequence=first, last_sequence=last_sequence
+                )
+            return
+        if earlier:
+            self.partial_turn = None
+        if self.committed_turn(claim.turn_key) is None:
+            turn = CommittedTurn(key=claim.turn_key, first_sequence=first, last_sequence=last_sequence)
+            self.committed_turns = [*self.committed_turns, turn][-COMMITTED_TURNS_KEPT:]
+
+
+def turn_key_digest(advancement_key: str) -> str:
+    """What the state keeps of a host's advancement key (bounded size, any characters)."""
+    return hashlib.sha256(advancement_key.encode()).hexdigest()[:32]
 
 
 def session_id_for(stream_id: str, generation: int) -> str:

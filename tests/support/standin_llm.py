@@ -11,6 +11,9 @@ Test-only. OpenViking sends (observed against 0.5.2, see tests/localstack/test_s
 
 Heuristics, from user lines: "prefer" -> a preference; "decide(d)" -> an event; "remember" -> an
 entity card. Anything else is answered with ``sdk.commit()`` (no changes).
+
+An agent host's requests (streamed, or offering ``tools``) get the scripted agent replies of
+``tests.support.standin_chat`` instead, as SSE when asked to stream.
 """
 
 from __future__ import annotations
@@ -22,7 +25,10 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, Literal
+
+from tests.support.standin_chat import agent_reply, completion, content_text, stream_events
 
 WORKING_MEMORY_OPEN = "<session_content>"
 WORKING_MEMORY_CLOSE = "</session_content>"
@@ -60,7 +66,7 @@ class ConversationLine:
 
 def classify(messages: Sequence[dict[str, Any]]) -> PromptKind:
     """Which of OpenViking's requests this is, from the chat messages it sent."""
-    texts = [_content_text(message) for message in messages]
+    texts = [content_text(message) for message in messages]
     if any(WORKING_MEMORY_OPEN in text for text in texts):
         return "working_memory"
     if any(text.lstrip().startswith(EXTRACTION_MARKER) for text in texts):
@@ -178,7 +184,7 @@ def extraction_reply(lines: Sequence[ConversationLine], owner: str) -> str:
 def reply_for(messages: Sequence[dict[str, Any]], owner: str) -> str:
     """The assistant text for one chat-completions request."""
     kind = classify(messages)
-    texts = "\n".join(_content_text(message) for message in messages)
+    texts = "\n".join(content_text(message) for message in messages)
     if kind == "working_memory":
         return working_memory_reply(parse_working_memory_conversation(texts), parse_previous_key_facts(texts))
     if kind == "extraction":
@@ -200,6 +206,8 @@ class StandinLlm:
     """When true every chat request gets HTTP 500 (for failure tests)."""
     requests: list[dict[str, Any]] = field(default_factory=list)
     """Every chat-completions body received, in order."""
+    log_path: Path | None = None
+    """When set, every body received is also appended there as one JSON line."""
     _server: ThreadingHTTPServer | None = None
     _thread: threading.Thread | None = None
 
@@ -234,6 +242,22 @@ class StandinLlm:
     def kinds_seen(self) -> list[PromptKind]:
         return [classify(body.get("messages", [])) for body in self.requests]
 
+    def agent_requests(self) -> list[dict[str, Any]]:
+        """The bodies an agent host sent (not OpenViking's summary/extraction prompts)."""
+        return [body for body in self.requests if is_agent_request(body)]
+
+    def record(self, body: dict[str, Any]) -> int:
+        """Log one request; its index."""
+        self.requests.append(body)
+        if self.log_path is not None:
+            with self.log_path.open("a", encoding="utf-8") as log:
+                log.write(json.dumps(body) + "\n")
+        return len(self.requests) - 1
+
+
+def is_agent_request(body: dict[str, Any]) -> bool:
+    return bool(body.get("stream")) or "tools" in body
+
 
 def _handler_for(llm: StandinLlm) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
@@ -253,12 +277,27 @@ def _handler_for(llm: StandinLlm) -> type[BaseHTTPRequestHandler]:
             if not self.path.rstrip("/").endswith("/chat/completions"):
                 self._send(404, {"error": {"message": "not found"}})
                 return
-            llm.requests.append(body)
+            index = llm.record(body)
             if llm.fail:
                 self._send(500, {"error": {"message": "stand-in LLM told to fail", "type": "server_error"}})
                 return
-            text = reply_for(body.get("messages", []), llm.owner)
-            self._send(200, _completion(body.get("model", MODEL_ID), text))
+            messages, model = body.get("messages", []), body.get("model", MODEL_ID)
+            if not is_agent_request(body):
+                self._send(200, _completion(model, reply_for(messages, llm.owner)))
+                return
+            reply = agent_reply(messages)
+            if not body.get("stream"):
+                self._send(200, completion(model, reply, messages, index))
+                return
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("cache-control", "no-cache")
+            self.send_header("connection", "close")
+            self.end_headers()
+            for event in stream_events(model, reply, messages, index):
+                self.wfile.write(event)
+                self.wfile.flush()
+            self.close_connection = True
 
         def _send(self, status: int, payload: dict[str, Any]) -> None:
             data = json.dumps(payload).encode()
@@ -283,15 +322,6 @@ def _completion(model: str, text: str) -> dict[str, Any]:
         "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
     }
-
-
-def _content_text(message: dict[str, Any]) -> str:
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
-    return ""
 
 
 def _continued(line: ConversationLine, more: str) -> ConversationLine:

@@ -10,6 +10,7 @@ from contextengine.v1 import packet_pb2 as _packet_pb2
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -20,6 +21,27 @@ else:
     from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+class _CommitTurnStatus:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _CommitTurnStatusEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_CommitTurnStatus.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    COMMIT_TURN_STATUS_UNSPECIFIED: _CommitTurnStatus.ValueType  # 0
+    COMMIT_TURN_STATUS_COMMITTED: _CommitTurnStatus.ValueType  # 1
+    """The turn is stored now (or was skipped on purpose: see skipped_reason)."""
+    COMMIT_TURN_STATUS_DUPLICATE: _CommitTurnStatus.ValueType  # 2
+    """A turn with this advancement key was stored before; nothing was written."""
+
+class CommitTurnStatus(_CommitTurnStatus, metaclass=_CommitTurnStatusEnumTypeWrapper): ...
+
+COMMIT_TURN_STATUS_UNSPECIFIED: CommitTurnStatus.ValueType  # 0
+COMMIT_TURN_STATUS_COMMITTED: CommitTurnStatus.ValueType  # 1
+"""The turn is stored now (or was skipped on purpose: see skipped_reason)."""
+COMMIT_TURN_STATUS_DUPLICATE: CommitTurnStatus.ValueType  # 2
+"""A turn with this advancement key was stored before; nothing was written."""
+Global___CommitTurnStatus: _TypeAlias = CommitTurnStatus  # noqa: Y015
 
 @_typing.final
 class AfterTurnRequest(_message.Message):
@@ -129,7 +151,12 @@ class IngestRequest(_message.Message):
     IDENTITY_FIELD_NUMBER: _builtins.int
     MESSAGES_FIELD_NUMBER: _builtins.int
     IS_HEARTBEAT_FIELD_NUMBER: _builtins.int
+    ONLY_IF_NEW_FIELD_NUMBER: _builtins.int
     is_heartbeat: _builtins.bool
+    only_if_new: _builtins.bool
+    """Bootstrap import: store the messages only when the stream has none yet (checked in the
+    same compare-and-swap that claims them, so concurrent or repeated imports store them once).
+    """
     @_builtins.property
     def identity(self) -> _common_pb2.Identity: ...
     @_builtins.property
@@ -140,10 +167,11 @@ class IngestRequest(_message.Message):
         identity: _common_pb2.Identity | None = ...,
         messages: _abc.Iterable[_common_pb2.ConversationMessage] | None = ...,
         is_heartbeat: _builtins.bool = ...,
+        only_if_new: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["identity", b"identity"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["identity", b"identity", "is_heartbeat", b"is_heartbeat", "messages", b"messages"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["identity", b"identity", "is_heartbeat", b"is_heartbeat", "messages", b"messages", "only_if_new", b"only_if_new"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -327,3 +355,120 @@ class FlushSessionsResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___FlushSessionsResponse: _TypeAlias = FlushSessionsResponse  # noqa: Y015
+
+@_typing.final
+class CommitTurnRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    IDENTITY_FIELD_NUMBER: _builtins.int
+    MESSAGES_FIELD_NUMBER: _builtins.int
+    ADVANCEMENT_KEY_FIELD_NUMBER: _builtins.int
+    ADMISSION_FIELD_NUMBER: _builtins.int
+    TERMINAL_FIELD_NUMBER: _builtins.int
+    IS_HEARTBEAT_FIELD_NUMBER: _builtins.int
+    TOKEN_BUDGET_FIELD_NUMBER: _builtins.int
+    MODEL_FIELD_NUMBER: _builtins.int
+    advancement_key: _builtins.str
+    """The host's logical turn id. Retries carry the same key; a key already committed answers
+    DUPLICATE and stores nothing. Required, at most 512 characters.
+    """
+    is_heartbeat: _builtins.bool
+    token_budget: _builtins.int
+    """The host's context window for the model, used by the budget trigger. 0 means the configured default."""
+    model: _builtins.str
+    """Model name, to pick the tokenizer."""
+    @_builtins.property
+    def identity(self) -> _common_pb2.Identity: ...
+    @_builtins.property
+    def messages(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.ConversationMessage]:
+        """This turn's messages only, in order: the admitted user message through the terminal
+        assistant message, with the tool calls and results between.
+        """
+
+    @_builtins.property
+    def admission(self) -> _common_pb2.JsonValue:
+        """The host's durable positions of the turn's first (admission) and last (terminal) entries:
+        JSON objects kept verbatim on every stored message of the turn (provenance).
+        """
+
+    @_builtins.property
+    def terminal(self) -> _common_pb2.JsonValue: ...
+    def __init__(
+        self,
+        *,
+        identity: _common_pb2.Identity | None = ...,
+        messages: _abc.Iterable[_common_pb2.ConversationMessage] | None = ...,
+        advancement_key: _builtins.str = ...,
+        admission: _common_pb2.JsonValue | None = ...,
+        terminal: _common_pb2.JsonValue | None = ...,
+        is_heartbeat: _builtins.bool = ...,
+        token_budget: _builtins.int = ...,
+        model: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["admission", b"admission", "identity", b"identity", "terminal", b"terminal"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["admission", b"admission", "advancement_key", b"advancement_key", "identity", b"identity", "is_heartbeat", b"is_heartbeat", "messages", b"messages", "model", b"model", "terminal", b"terminal", "token_budget", b"token_budget"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CommitTurnRequest: _TypeAlias = CommitTurnRequest  # noqa: Y015
+
+@_typing.final
+class CommitTurnResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STATUS_FIELD_NUMBER: _builtins.int
+    PERSISTED_COUNT_FIELD_NUMBER: _builtins.int
+    INJECTED_SKIPPED_COUNT_FIELD_NUMBER: _builtins.int
+    FIRST_SEQUENCE_FIELD_NUMBER: _builtins.int
+    LAST_SEQUENCE_FIELD_NUMBER: _builtins.int
+    OPENVIKING_SESSION_ID_FIELD_NUMBER: _builtins.int
+    TRIGGER_FIRED_FIELD_NUMBER: _builtins.int
+    COMPACTION_CHECKPOINT_ID_FIELD_NUMBER: _builtins.int
+    ESTIMATED_TOKENS_FIELD_NUMBER: _builtins.int
+    SKIPPED_REASON_FIELD_NUMBER: _builtins.int
+    CAPTURE_WORTHY_FIELD_NUMBER: _builtins.int
+    status: Global___CommitTurnStatus.ValueType
+    persisted_count: _builtins.int
+    """Messages written by this call (0 on DUPLICATE)."""
+    injected_skipped_count: _builtins.int
+    """Engine-injected messages recognised and never captured."""
+    first_sequence: _builtins.int
+    """Stream positions of the turn's stored messages (of the original commit on DUPLICATE);
+    -1 when none.
+    """
+    last_sequence: _builtins.int
+    openviking_session_id: _builtins.str
+    """OpenViking session the turn landed in."""
+    trigger_fired: _checkpoint_pb2.CompactionTrigger.ValueType
+    """The trigger that fired, UNSPECIFIED when none."""
+    compaction_checkpoint_id: _builtins.str
+    """Checkpoint id of the background compaction started by the trigger."""
+    estimated_tokens: _builtins.int
+    """Tokens of the live (uncommitted) context after the write."""
+    skipped_reason: _builtins.str
+    """Set when capture is off or the turn was a heartbeat (nothing stored, status COMMITTED)."""
+    capture_worthy: _builtins.bool
+    """Whether the new user text passed the capture decision (worth extracting)."""
+    def __init__(
+        self,
+        *,
+        status: Global___CommitTurnStatus.ValueType = ...,
+        persisted_count: _builtins.int = ...,
+        injected_skipped_count: _builtins.int = ...,
+        first_sequence: _builtins.int = ...,
+        last_sequence: _builtins.int = ...,
+        openviking_session_id: _builtins.str = ...,
+        trigger_fired: _checkpoint_pb2.CompactionTrigger.ValueType = ...,
+        compaction_checkpoint_id: _builtins.str = ...,
+        estimated_tokens: _builtins.int = ...,
+        skipped_reason: _builtins.str = ...,
+        capture_worthy: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["capture_worthy", b"capture_worthy", "compaction_checkpoint_id", b"compaction_checkpoint_id", "estimated_tokens", b"estimated_tokens", "first_sequence", b"first_sequence", "injected_skipped_count", b"injected_skipped_count", "last_sequence", b"last_sequence", "openviking_session_id", b"openviking_session_id", "persisted_count", b"persisted_count", "skipped_reason", b"skipped_reason", "status", b"status", "trigger_fired", b"trigger_fired"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CommitTurnResponse: _TypeAlias = CommitTurnResponse  # noqa: Y015

@@ -60,6 +60,11 @@ class CaptureServiceStub:
                 request_serializer=contextengine_dot_v1_dot_capture__pb2.FlushSessionsRequest.SerializeToString,
                 response_deserializer=contextengine_dot_v1_dot_capture__pb2.FlushSessionsResponse.FromString,
                 _registered_method=True)
+        self.CommitTurn = channel.unary_unary(
+                '/contextengine.v1.CaptureService/CommitTurn',
+                request_serializer=contextengine_dot_v1_dot_capture__pb2.CommitTurnRequest.SerializeToString,
+                response_deserializer=contextengine_dot_v1_dot_capture__pb2.CommitTurnResponse.FromString,
+                _registered_method=True)
 
 
 class CaptureServiceServicer:
@@ -101,6 +106,14 @@ class CaptureServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CommitTurn(self, request, context):
+        """Persist one fenced turn (hosts with turn fencing, e.g. OpenClaw commitTurn): atomic (all of
+        the turn's messages or none) and idempotent per advancement key (a replay answers DUPLICATE).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CaptureServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -128,6 +141,11 @@ def add_CaptureServiceServicer_to_server(servicer, server):
                     servicer.FlushSessions,
                     request_deserializer=contextengine_dot_v1_dot_capture__pb2.FlushSessionsRequest.FromString,
                     response_serializer=contextengine_dot_v1_dot_capture__pb2.FlushSessionsResponse.SerializeToString,
+            ),
+            'CommitTurn': grpc.unary_unary_rpc_method_handler(
+                    servicer.CommitTurn,
+                    request_deserializer=contextengine_dot_v1_dot_capture__pb2.CommitTurnRequest.FromString,
+                    response_serializer=contextengine_dot_v1_dot_capture__pb2.CommitTurnResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -266,6 +284,33 @@ class CaptureService:
             '/contextengine.v1.CaptureService/FlushSessions',
             contextengine_dot_v1_dot_capture__pb2.FlushSessionsRequest.SerializeToString,
             contextengine_dot_v1_dot_capture__pb2.FlushSessionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CommitTurn(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/contextengine.v1.CaptureService/CommitTurn',
+            contextengine_dot_v1_dot_capture__pb2.CommitTurnRequest.SerializeToString,
+            contextengine_dot_v1_dot_capture__pb2.CommitTurnResponse.FromString,
             options,
             channel_credentials,
             insecure,

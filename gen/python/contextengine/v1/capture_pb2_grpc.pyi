@@ -43,6 +43,10 @@ class CaptureServiceStub:
     """memory_forget: delete a memory by URI or by an unambiguous query match."""
     FlushSessions: _grpc.UnaryUnaryMultiCallable[_capture_pb2.FlushSessionsRequest, _capture_pb2.FlushSessionsResponse]
     """Commit every session with uncommitted turns (shutdown, session end)."""
+    CommitTurn: _grpc.UnaryUnaryMultiCallable[_capture_pb2.CommitTurnRequest, _capture_pb2.CommitTurnResponse]
+    """Persist one fenced turn (hosts with turn fencing, e.g. OpenClaw commitTurn): atomic (all of
+    the turn's messages or none) and idempotent per advancement key (a replay answers DUPLICATE).
+    """
 
 @_typing.type_check_only
 class CaptureServiceAsyncStub(CaptureServiceStub):
@@ -59,6 +63,10 @@ class CaptureServiceAsyncStub(CaptureServiceStub):
     """memory_forget: delete a memory by URI or by an unambiguous query match."""
     FlushSessions: _aio.UnaryUnaryMultiCallable[_capture_pb2.FlushSessionsRequest, _capture_pb2.FlushSessionsResponse]  # type: ignore[assignment]
     """Commit every session with uncommitted turns (shutdown, session end)."""
+    CommitTurn: _aio.UnaryUnaryMultiCallable[_capture_pb2.CommitTurnRequest, _capture_pb2.CommitTurnResponse]  # type: ignore[assignment]
+    """Persist one fenced turn (hosts with turn fencing, e.g. OpenClaw commitTurn): atomic (all of
+    the turn's messages or none) and idempotent per advancement key (a replay answers DUPLICATE).
+    """
 
 class CaptureServiceServicer(metaclass=_abc_1.ABCMeta):
     """Writes: lossless turn persistence, engine session state, compaction triggers, explicit memories."""
@@ -102,5 +110,15 @@ class CaptureServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_capture_pb2.FlushSessionsResponse, _abc.Awaitable[_capture_pb2.FlushSessionsResponse]]:
         """Commit every session with uncommitted turns (shutdown, session end)."""
+
+    @_abc_1.abstractmethod
+    def CommitTurn(
+        self,
+        request: _capture_pb2.CommitTurnRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_capture_pb2.CommitTurnResponse, _abc.Awaitable[_capture_pb2.CommitTurnResponse]]:
+        """Persist one fenced turn (hosts with turn fencing, e.g. OpenClaw commitTurn): atomic (all of
+        the turn's messages or none) and idempotent per advancement key (a replay answers DUPLICATE).
+        """
 
 def add_CaptureServiceServicer_to_server(servicer: CaptureServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -24,12 +24,53 @@ import {
   compactionTriggerFromJSON,
   compactionTriggerToJSON,
 } from "./checkpoint.js";
-import { ConversationMessage, Identity } from "./common.js";
+import { ConversationMessage, Identity, JsonValue } from "./common.js";
 import { MemoryScope, memoryScopeFromJSON, memoryScopeToJSON, RecalledMemory } from "./packet.js";
 
 export const protobufPackage = "contextengine.v1";
 
 export const protobufFileName = "contextengine/v1/capture.proto";
+
+export enum CommitTurnStatus {
+  COMMIT_TURN_STATUS_UNSPECIFIED = 0,
+  /** COMMIT_TURN_STATUS_COMMITTED - The turn is stored now (or was skipped on purpose: see skipped_reason). */
+  COMMIT_TURN_STATUS_COMMITTED = 1,
+  /** COMMIT_TURN_STATUS_DUPLICATE - A turn with this advancement key was stored before; nothing was written. */
+  COMMIT_TURN_STATUS_DUPLICATE = 2,
+  UNRECOGNIZED = -1,
+}
+
+export function commitTurnStatusFromJSON(object: any): CommitTurnStatus {
+  switch (object) {
+    case 0:
+    case "COMMIT_TURN_STATUS_UNSPECIFIED":
+      return CommitTurnStatus.COMMIT_TURN_STATUS_UNSPECIFIED;
+    case 1:
+    case "COMMIT_TURN_STATUS_COMMITTED":
+      return CommitTurnStatus.COMMIT_TURN_STATUS_COMMITTED;
+    case 2:
+    case "COMMIT_TURN_STATUS_DUPLICATE":
+      return CommitTurnStatus.COMMIT_TURN_STATUS_DUPLICATE;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return CommitTurnStatus.UNRECOGNIZED;
+  }
+}
+
+export function commitTurnStatusToJSON(object: CommitTurnStatus): string {
+  switch (object) {
+    case CommitTurnStatus.COMMIT_TURN_STATUS_UNSPECIFIED:
+      return "COMMIT_TURN_STATUS_UNSPECIFIED";
+    case CommitTurnStatus.COMMIT_TURN_STATUS_COMMITTED:
+      return "COMMIT_TURN_STATUS_COMMITTED";
+    case CommitTurnStatus.COMMIT_TURN_STATUS_DUPLICATE:
+      return "COMMIT_TURN_STATUS_DUPLICATE";
+    case CommitTurnStatus.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
 
 export interface AfterTurnRequest {
   identity:
@@ -75,6 +116,11 @@ export interface IngestRequest {
   identity: Identity | undefined;
   messages: ConversationMessage[];
   isHeartbeat: boolean;
+  /**
+   * Bootstrap import: store the messages only when the stream has none yet (checked in the
+   * same compare-and-swap that claims them, so concurrent or repeated imports store them once).
+   */
+  onlyIfNew: boolean;
 }
 
 export interface IngestResponse {
@@ -121,6 +167,59 @@ export interface FlushSessionsRequest {
 
 export interface FlushSessionsResponse {
   checkpoints: CompactCheckpoint[];
+}
+
+export interface CommitTurnRequest {
+  identity:
+    | Identity
+    | undefined;
+  /**
+   * This turn's messages only, in order: the admitted user message through the terminal
+   * assistant message, with the tool calls and results between.
+   */
+  messages: ConversationMessage[];
+  /**
+   * The host's logical turn id. Retries carry the same key; a key already committed answers
+   * DUPLICATE and stores nothing. Required, at most 512 characters.
+   */
+  advancementKey: string;
+  /**
+   * The host's durable positions of the turn's first (admission) and last (terminal) entries:
+   * JSON objects kept verbatim on every stored message of the turn (provenance).
+   */
+  admission: JsonValue | undefined;
+  terminal: JsonValue | undefined;
+  isHeartbeat: boolean;
+  /** The host's context window for the model, used by the budget trigger. 0 means the configured default. */
+  tokenBudget: number;
+  /** Model name, to pick the tokenizer. */
+  model: string;
+}
+
+export interface CommitTurnResponse {
+  status: CommitTurnStatus;
+  /** Messages written by this call (0 on DUPLICATE). */
+  persistedCount: number;
+  /** Engine-injected messages recognised and never captured. */
+  injectedSkippedCount: number;
+  /**
+   * Stream positions of the turn's stored messages (of the original commit on DUPLICATE);
+   * -1 when none.
+   */
+  firstSequence: number;
+  lastSequence: number;
+  /** OpenViking session the turn landed in. */
+  openvikingSessionId: string;
+  /** The trigger that fired, UNSPECIFIED when none. */
+  triggerFired: CompactionTrigger;
+  /** Checkpoint id of the background compaction started by the trigger. */
+  compactionCheckpointId: string;
+  /** Tokens of the live (uncommitted) context after the write. */
+  estimatedTokens: number;
+  /** Set when capture is off or the turn was a heartbeat (nothing stored, status COMMITTED). */
+  skippedReason: string;
+  /** Whether the new user text passed the capture decision (worth extracting). */
+  captureWorthy: boolean;
 }
 
 function createBaseAfterTurnRequest(): AfterTurnRequest {
@@ -581,7 +680,7 @@ export const AfterTurnResponse: MessageFns<AfterTurnResponse> = {
 };
 
 function createBaseIngestRequest(): IngestRequest {
-  return { identity: undefined, messages: [], isHeartbeat: false };
+  return { identity: undefined, messages: [], isHeartbeat: false, onlyIfNew: false };
 }
 
 export const IngestRequest: MessageFns<IngestRequest> = {
@@ -594,6 +693,9 @@ export const IngestRequest: MessageFns<IngestRequest> = {
     }
     if (message.isHeartbeat !== false) {
       writer.uint32(24).bool(message.isHeartbeat);
+    }
+    if (message.onlyIfNew !== false) {
+      writer.uint32(32).bool(message.onlyIfNew);
     }
     return writer;
   },
@@ -635,6 +737,14 @@ export const IngestRequest: MessageFns<IngestRequest> = {
             message.isHeartbeat = reader.bool();
             continue;
           }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.onlyIfNew = reader.bool();
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -658,6 +768,11 @@ export const IngestRequest: MessageFns<IngestRequest> = {
         : isSet(object.is_heartbeat)
         ? globalThis.Boolean(object.is_heartbeat)
         : false,
+      onlyIfNew: isSet(object.onlyIfNew)
+        ? globalThis.Boolean(object.onlyIfNew)
+        : isSet(object.only_if_new)
+        ? globalThis.Boolean(object.only_if_new)
+        : false,
     };
   },
 
@@ -672,6 +787,9 @@ export const IngestRequest: MessageFns<IngestRequest> = {
     if (message.isHeartbeat !== false) {
       obj.isHeartbeat = message.isHeartbeat;
     }
+    if (message.onlyIfNew !== false) {
+      obj.onlyIfNew = message.onlyIfNew;
+    }
     return obj;
   },
 
@@ -685,6 +803,7 @@ export const IngestRequest: MessageFns<IngestRequest> = {
       : undefined;
     message.messages = object.messages?.map((e) => ConversationMessage.fromPartial(e)) || [];
     message.isHeartbeat = object.isHeartbeat ?? false;
+    message.onlyIfNew = object.onlyIfNew ?? false;
     return message;
   },
 };
@@ -1360,6 +1479,497 @@ export const FlushSessionsResponse: MessageFns<FlushSessionsResponse> = {
   },
 };
 
+function createBaseCommitTurnRequest(): CommitTurnRequest {
+  return {
+    identity: undefined,
+    messages: [],
+    advancementKey: "",
+    admission: undefined,
+    terminal: undefined,
+    isHeartbeat: false,
+    tokenBudget: 0,
+    model: "",
+  };
+}
+
+export const CommitTurnRequest: MessageFns<CommitTurnRequest> = {
+  encode(message: CommitTurnRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.identity !== undefined) {
+      Identity.encode(message.identity, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.messages) {
+      ConversationMessage.encode(v!, writer.uint32(18).fork()).join();
+    }
+    if (message.advancementKey !== "") {
+      writer.uint32(26).string(message.advancementKey);
+    }
+    if (message.admission !== undefined) {
+      JsonValue.encode(message.admission, writer.uint32(34).fork()).join();
+    }
+    if (message.terminal !== undefined) {
+      JsonValue.encode(message.terminal, writer.uint32(42).fork()).join();
+    }
+    if (message.isHeartbeat !== false) {
+      writer.uint32(48).bool(message.isHeartbeat);
+    }
+    if (message.tokenBudget !== 0) {
+      writer.uint32(56).int64(message.tokenBudget);
+    }
+    if (message.model !== "") {
+      writer.uint32(66).string(message.model);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CommitTurnRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCommitTurnRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.identity = Identity.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.messages.push(ConversationMessage.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.advancementKey = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.admission = JsonValue.decode(reader, reader.uint32());
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.terminal = JsonValue.decode(reader, reader.uint32());
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.isHeartbeat = reader.bool();
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.tokenBudget = longToNumber(reader.int64());
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.model = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CommitTurnRequest {
+    return {
+      identity: isSet(object.identity) ? Identity.fromJSON(object.identity) : undefined,
+      messages: globalThis.Array.isArray(object?.messages)
+        ? object.messages.map((e: any) => ConversationMessage.fromJSON(e))
+        : [],
+      advancementKey: isSet(object.advancementKey)
+        ? globalThis.String(object.advancementKey)
+        : isSet(object.advancement_key)
+        ? globalThis.String(object.advancement_key)
+        : "",
+      admission: isSet(object.admission) ? JsonValue.fromJSON(object.admission) : undefined,
+      terminal: isSet(object.terminal) ? JsonValue.fromJSON(object.terminal) : undefined,
+      isHeartbeat: isSet(object.isHeartbeat)
+        ? globalThis.Boolean(object.isHeartbeat)
+        : isSet(object.is_heartbeat)
+        ? globalThis.Boolean(object.is_heartbeat)
+        : false,
+      tokenBudget: isSet(object.tokenBudget)
+        ? globalThis.Number(object.tokenBudget)
+        : isSet(object.token_budget)
+        ? globalThis.Number(object.token_budget)
+        : 0,
+      model: isSet(object.model) ? globalThis.String(object.model) : "",
+    };
+  },
+
+  toJSON(message: CommitTurnRequest): unknown {
+    const obj: any = {};
+    if (message.identity !== undefined) {
+      obj.identity = Identity.toJSON(message.identity);
+    }
+    if (message.messages?.length) {
+      obj.messages = message.messages.map((e) => ConversationMessage.toJSON(e));
+    }
+    if (message.advancementKey !== "") {
+      obj.advancementKey = message.advancementKey;
+    }
+    if (message.admission !== undefined) {
+      obj.admission = JsonValue.toJSON(message.admission);
+    }
+    if (message.terminal !== undefined) {
+      obj.terminal = JsonValue.toJSON(message.terminal);
+    }
+    if (message.isHeartbeat !== false) {
+      obj.isHeartbeat = message.isHeartbeat;
+    }
+    if (message.tokenBudget !== 0) {
+      obj.tokenBudget = Math.round(message.tokenBudget);
+    }
+    if (message.model !== "") {
+      obj.model = message.model;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CommitTurnRequest>, I>>(base?: I): CommitTurnRequest {
+    return CommitTurnRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CommitTurnRequest>, I>>(object: I): CommitTurnRequest {
+    const message = createBaseCommitTurnRequest();
+    message.identity = (object.identity !== undefined && object.identity !== null)
+      ? Identity.fromPartial(object.identity)
+      : undefined;
+    message.messages = object.messages?.map((e) => ConversationMessage.fromPartial(e)) || [];
+    message.advancementKey = object.advancementKey ?? "";
+    message.admission = (object.admission !== undefined && object.admission !== null)
+      ? JsonValue.fromPartial(object.admission)
+      : undefined;
+    message.terminal = (object.terminal !== undefined && object.terminal !== null)
+      ? JsonValue.fromPartial(object.terminal)
+      : undefined;
+    message.isHeartbeat = object.isHeartbeat ?? false;
+    message.tokenBudget = object.tokenBudget ?? 0;
+    message.model = object.model ?? "";
+    return message;
+  },
+};
+
+function createBaseCommitTurnResponse(): CommitTurnResponse {
+  return {
+    status: 0,
+    persistedCount: 0,
+    injectedSkippedCount: 0,
+    firstSequence: 0,
+    lastSequence: 0,
+    openvikingSessionId: "",
+    triggerFired: 0,
+    compactionCheckpointId: "",
+    estimatedTokens: 0,
+    skippedReason: "",
+    captureWorthy: false,
+  };
+}
+
+export const CommitTurnResponse: MessageFns<CommitTurnResponse> = {
+  encode(message: CommitTurnResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.status !== 0) {
+      writer.uint32(8).int32(message.status);
+    }
+    if (message.persistedCount !== 0) {
+      writer.uint32(16).int32(message.persistedCount);
+    }
+    if (message.injectedSkippedCount !== 0) {
+      writer.uint32(24).int32(message.injectedSkippedCount);
+    }
+    if (message.firstSequence !== 0) {
+      writer.uint32(32).int64(message.firstSequence);
+    }
+    if (message.lastSequence !== 0) {
+      writer.uint32(40).int64(message.lastSequence);
+    }
+    if (message.openvikingSessionId !== "") {
+      writer.uint32(50).string(message.openvikingSessionId);
+    }
+    if (message.triggerFired !== 0) {
+      writer.uint32(56).int32(message.triggerFired);
+    }
+    if (message.compactionCheckpointId !== "") {
+      writer.uint32(66).string(message.compactionCheckpointId);
+    }
+    if (message.estimatedTokens !== 0) {
+      writer.uint32(72).int64(message.estimatedTokens);
+    }
+    if (message.skippedReason !== "") {
+      writer.uint32(82).string(message.skippedReason);
+    }
+    if (message.captureWorthy !== false) {
+      writer.uint32(88).bool(message.captureWorthy);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): CommitTurnResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseCommitTurnResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.status = reader.int32() as any;
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.persistedCount = reader.int32();
+            continue;
+          }
+          case 3: {
+            if (tag !== 24) {
+              break;
+            }
+
+            message.injectedSkippedCount = reader.int32();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.firstSequence = longToNumber(reader.int64());
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.lastSequence = longToNumber(reader.int64());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.openvikingSessionId = reader.string();
+            continue;
+          }
+          case 7: {
+            if (tag !== 56) {
+              break;
+            }
+
+            message.triggerFired = reader.int32() as any;
+            continue;
+          }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.compactionCheckpointId = reader.string();
+            continue;
+          }
+          case 9: {
+            if (tag !== 72) {
+              break;
+            }
+
+            message.estimatedTokens = longToNumber(reader.int64());
+            continue;
+          }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.skippedReason = reader.string();
+            continue;
+          }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.captureWorthy = reader.bool();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): CommitTurnResponse {
+    return {
+      status: isSet(object.status) ? commitTurnStatusFromJSON(object.status) : 0,
+      persistedCount: isSet(object.persistedCount)
+        ? globalThis.Number(object.persistedCount)
+        : isSet(object.persisted_count)
+        ? globalThis.Number(object.persisted_count)
+        : 0,
+      injectedSkippedCount: isSet(object.injectedSkippedCount)
+        ? globalThis.Number(object.injectedSkippedCount)
+        : isSet(object.injected_skipped_count)
+        ? globalThis.Number(object.injected_skipped_count)
+        : 0,
+      firstSequence: isSet(object.firstSequence)
+        ? globalThis.Number(object.firstSequence)
+        : isSet(object.first_sequence)
+        ? globalThis.Number(object.first_sequence)
+        : 0,
+      lastSequence: isSet(object.lastSequence)
+        ? globalThis.Number(object.lastSequence)
+        : isSet(object.last_sequence)
+        ? globalThis.Number(object.last_sequence)
+        : 0,
+      openvikingSessionId: isSet(object.openvikingSessionId)
+        ? globalThis.String(object.openvikingSessionId)
+        : isSet(object.openviking_session_id)
+        ? globalThis.String(object.openviking_session_id)
+        : "",
+      triggerFired: isSet(object.triggerFired)
+        ? compactionTriggerFromJSON(object.triggerFired)
+        : isSet(object.trigger_fired)
+        ? compactionTriggerFromJSON(object.trigger_fired)
+        : 0,
+      compactionCheckpointId: isSet(object.compactionCheckpointId)
+        ? globalThis.String(object.compactionCheckpointId)
+        : isSet(object.compaction_checkpoint_id)
+        ? globalThis.String(object.compaction_checkpoint_id)
+        : "",
+      estimatedTokens: isSet(object.estimatedTokens)
+        ? globalThis.Number(object.estimatedTokens)
+        : isSet(object.estimated_tokens)
+        ? globalThis.Number(object.estimated_tokens)
+        : 0,
+      skippedReason: isSet(object.skippedReason)
+        ? globalThis.String(object.skippedReason)
+        : isSet(object.skipped_reason)
+        ? globalThis.String(object.skipped_reason)
+        : "",
+      captureWorthy: isSet(object.captureWorthy)
+        ? globalThis.Boolean(object.captureWorthy)
+        : isSet(object.capture_worthy)
+        ? globalThis.Boolean(object.capture_worthy)
+        : false,
+    };
+  },
+
+  toJSON(message: CommitTurnResponse): unknown {
+    const obj: any = {};
+    if (message.status !== 0) {
+      obj.status = commitTurnStatusToJSON(message.status);
+    }
+    if (message.persistedCount !== 0) {
+      obj.persistedCount = Math.round(message.persistedCount);
+    }
+    if (message.injectedSkippedCount !== 0) {
+      obj.injectedSkippedCount = Math.round(message.injectedSkippedCount);
+    }
+    if (message.firstSequence !== 0) {
+      obj.firstSequence = Math.round(message.firstSequence);
+    }
+    if (message.lastSequence !== 0) {
+      obj.lastSequence = Math.round(message.lastSequence);
+    }
+    if (message.openvikingSessionId !== "") {
+      obj.openvikingSessionId = message.openvikingSessionId;
+    }
+    if (message.triggerFired !== 0) {
+      obj.triggerFired = compactionTriggerToJSON(message.triggerFired);
+    }
+    if (message.compactionCheckpointId !== "") {
+      obj.compactionCheckpointId = message.compactionCheckpointId;
+    }
+    if (message.estimatedTokens !== 0) {
+      obj.estimatedTokens = Math.round(message.estimatedTokens);
+    }
+    if (message.skippedReason !== "") {
+      obj.skippedReason = message.skippedReason;
+    }
+    if (message.captureWorthy !== false) {
+      obj.captureWorthy = message.captureWorthy;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<CommitTurnResponse>, I>>(base?: I): CommitTurnResponse {
+    return CommitTurnResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<CommitTurnResponse>, I>>(object: I): CommitTurnResponse {
+    const message = createBaseCommitTurnResponse();
+    message.status = object.status ?? 0;
+    message.persistedCount = object.persistedCount ?? 0;
+    message.injectedSkippedCount = object.injectedSkippedCount ?? 0;
+    message.firstSequence = object.firstSequence ?? 0;
+    message.lastSequence = object.lastSequence ?? 0;
+    message.openvikingSessionId = object.openvikingSessionId ?? "";
+    message.triggerFired = object.triggerFired ?? 0;
+    message.compactionCheckpointId = object.compactionCheckpointId ?? "";
+    message.estimatedTokens = object.estimatedTokens ?? 0;
+    message.skippedReason = object.skippedReason ?? "";
+    message.captureWorthy = object.captureWorthy ?? false;
+    return message;
+  },
+};
+
 /** Writes: lossless turn persistence, engine session state, compaction triggers, explicit memories. */
 export type CaptureServiceService = typeof CaptureServiceService;
 export const CaptureServiceService = {
@@ -1415,6 +2025,19 @@ export const CaptureServiceService = {
       Buffer.from(FlushSessionsResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): FlushSessionsResponse => FlushSessionsResponse.decode(value),
   },
+  /**
+   * Persist one fenced turn (hosts with turn fencing, e.g. OpenClaw commitTurn): atomic (all of
+   * the turn's messages or none) and idempotent per advancement key (a replay answers DUPLICATE).
+   */
+  commitTurn: {
+    path: "/contextengine.v1.CaptureService/CommitTurn" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: CommitTurnRequest): Buffer => Buffer.from(CommitTurnRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): CommitTurnRequest => CommitTurnRequest.decode(value),
+    responseSerialize: (value: CommitTurnResponse): Buffer => Buffer.from(CommitTurnResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): CommitTurnResponse => CommitTurnResponse.decode(value),
+  },
 } as const;
 
 export interface CaptureServiceServer extends UntypedServiceImplementation {
@@ -1428,6 +2051,11 @@ export interface CaptureServiceServer extends UntypedServiceImplementation {
   forgetMemory: handleUnaryCall<ForgetMemoryRequest, ForgetMemoryResponse>;
   /** Commit every session with uncommitted turns (shutdown, session end). */
   flushSessions: handleUnaryCall<FlushSessionsRequest, FlushSessionsResponse>;
+  /**
+   * Persist one fenced turn (hosts with turn fencing, e.g. OpenClaw commitTurn): atomic (all of
+   * the turn's messages or none) and idempotent per advancement key (a replay answers DUPLICATE).
+   */
+  commitTurn: handleUnaryCall<CommitTurnRequest, CommitTurnResponse>;
 }
 
 export interface CaptureServiceClient extends Client {
@@ -1510,6 +2138,25 @@ export interface CaptureServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: FlushSessionsResponse) => void,
+  ): ClientUnaryCall;
+  /**
+   * Persist one fenced turn (hosts with turn fencing, e.g. OpenClaw commitTurn): atomic (all of
+   * the turn's messages or none) and idempotent per advancement key (a replay answers DUPLICATE).
+   */
+  commitTurn(
+    request: CommitTurnRequest,
+    callback: (error: ServiceError | null, response: CommitTurnResponse) => void,
+  ): ClientUnaryCall;
+  commitTurn(
+    request: CommitTurnRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: CommitTurnResponse) => void,
+  ): ClientUnaryCall;
+  commitTurn(
+    request: CommitTurnRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: CommitTurnResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -1,0 +1,121 @@
+/**
+ * The parts of OpenClaw's plugin contract this plugin uses (openclaw@2026.9.6,
+ * `src/context-engine/types` and `src/plugins/tool-types`), declared structurally so the plugin
+ * builds without the 650 MB host package.
+ */
+import type { HostMessage } from "./messages.js";
+
+export type Logger = { info(message: string): void; warn(message: string): void; error(message: string): void };
+
+export type SessionTarget = { agentId?: string; sessionId?: string; sessionKey?: string };
+
+export type RuntimeContext = Record<string, unknown> & { tokenBudget?: number; currentTokenCount?: number };
+
+export type RuntimeSettings = { model?: { resolved?: string | null; requested?: string | null } };
+
+/** A host's durable transcript position (`TranscriptEntryAnchor`, plus the admission's turn id). */
+export type TurnAnchor = Record<string, unknown>;
+
+export type EngineInfo = {
+  id: string;
+  name: string;
+  version?: string;
+  ownsCompaction?: boolean;
+  transcriptSemantics?: {
+    currentTurnFence?: "before-current-turn-entry-v1";
+    turnAdvancementIdempotency?: "atomic-idempotent-v1";
+  };
+};
+
+export type BootstrapParams = {
+  sessionId: string;
+  sessionKey?: string;
+  sessionTarget?: SessionTarget;
+  sessionFile?: string;
+  runtimeContext?: RuntimeContext;
+};
+
+export type AssembleParams = {
+  sessionId: string;
+  sessionKey?: string;
+  messages: HostMessage[];
+  tokenBudget?: number;
+  model?: string;
+  prompt?: string;
+  runtimeContext?: RuntimeContext;
+};
+
+export type AssembleResult = { messages: HostMessage[]; estimatedTokens: number; systemPromptAddition?: string };
+
+export type CommitTurnParams = {
+  advancementKey: string;
+  admission: TurnAnchor;
+  terminal: TurnAnchor;
+  messages: HostMessage[];
+  sessionId: string;
+  sessionKey?: string;
+  sessionTarget?: SessionTarget;
+  runtimeSettings?: RuntimeSettings;
+  runtimeContext?: RuntimeContext;
+  isHeartbeat?: boolean;
+};
+
+export type CompactParams = {
+  sessionId: string;
+  sessionKey?: string;
+  agentId?: string;
+  tokenBudget?: number;
+  force?: boolean;
+  currentTokenCount?: number;
+  compactionTarget?: "budget" | "threshold";
+  customInstructions?: string;
+  runtimeContext?: RuntimeContext;
+};
+
+export type CompactResult = {
+  ok: boolean;
+  compacted: boolean;
+  reason?: string;
+  result?: { summary?: string; tokensBefore: number; tokensAfter?: number; details?: unknown };
+};
+
+export type MaintenanceResult = { changed: boolean; bytesFreed: number; rewrittenEntries: number; reason?: string };
+
+export type ContextEngine = {
+  readonly info: EngineInfo;
+  bootstrap(params: BootstrapParams): Promise<{ bootstrapped: boolean; importedMessages?: number; reason?: string }>;
+  maintain(params: BootstrapParams): Promise<MaintenanceResult>;
+  ingest(params: { sessionId: string; sessionKey?: string; message: HostMessage; isHeartbeat?: boolean }): Promise<{
+    ingested: boolean;
+  }>;
+  ingestBatch(params: {
+    sessionId: string;
+    sessionKey?: string;
+    messages: HostMessage[];
+    isHeartbeat?: boolean;
+  }): Promise<{ ingestedCount: number }>;
+  assemble(params: AssembleParams): Promise<AssembleResult>;
+  commitTurn(params: CommitTurnParams): Promise<{ status: "committed" | "duplicate" }>;
+  compact(params: CompactParams): Promise<CompactResult>;
+  dispose(): Promise<void>;
+};
+
+export type ToolContext = { agentId?: string; sessionKey?: string; sessionId?: string };
+
+export type ToolResult = { content: { type: "text"; text: string }[]; details: unknown };
+
+export type Tool = {
+  name: string;
+  label: string;
+  description: string;
+  parameters: Record<string, unknown>;
+  catalogMode: "direct-only";
+  execute(toolCallId: string, params: unknown, signal?: AbortSignal): Promise<ToolResult>;
+};
+
+export type PluginApi = {
+  pluginConfig?: Record<string, unknown>;
+  logger: Logger;
+  registerContextEngine(id: string, factory: () => ContextEngine): void;
+  registerTool(factory: (ctx: ToolContext) => Tool, opts?: { name?: string }): void;
+};
