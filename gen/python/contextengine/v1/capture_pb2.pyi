@@ -107,7 +107,9 @@ class AfterTurnResponse(_message.Message):
     duplicate_count: _builtins.int
     """Messages already persisted earlier (retries, duplicates) and skipped."""
     injected_skipped_count: _builtins.int
-    """Engine-injected messages recognised and never captured."""
+    """Engine injections recognised and never captured: 1 per wholly injected message, plus 1 per
+    injected recall block or `<relevant-memories>` block stripped from a host message.
+    """
     last_sequence: _builtins.int
     """Sequence of the last persisted host message, -1 when none."""
     openviking_session_id: _builtins.str
@@ -188,6 +190,7 @@ class IngestResponse(_message.Message):
     ingested_count: _builtins.int
     duplicate_count: _builtins.int
     injected_skipped_count: _builtins.int
+    """Counted as in AfterTurnResponse.injected_skipped_count."""
     openviking_session_id: _builtins.str
     def __init__(
         self,
@@ -216,9 +219,11 @@ class StoreMemoryRequest(_message.Message):
     text: _builtins.str
     """What to remember, in the user's words."""
     category: _builtins.str
-    """Optional category (preferences, entities, events, notes). Default notes."""
+    """Optional category (preferences, entities, events, notes, ...): the memory's directory,
+    memories/<category>/. Default notes. `[a-z][a-z0-9_-]{0,31}`, not starting with `ce-`.
+    """
     scope: _packet_pb2.MemoryScope.ValueType
-    """USER (default) or AGENT scoped."""
+    """USER (default): recalled by every agent of the user. AGENT: only by this exact agent_id."""
     @_builtins.property
     def identity(self) -> _common_pb2.Identity: ...
     def __init__(

@@ -54,9 +54,11 @@ class Identity(_message.Message):
     SESSION_ID_FIELD_NUMBER: _builtins.int
     SESSION_KEY_FIELD_NUMBER: _builtins.int
     account_id: _builtins.str
-    """Tenant account (OpenViking account id). Charset [A-Za-z0-9_.@-], at most 255 characters."""
+    """Tenant account (OpenViking account id), required. Charset [A-Za-z0-9_.@-], at most 255
+    characters, at most one '@', not '.'/'..', not starting with '_'.
+    """
     user_id: _builtins.str
-    """End user within the account (OpenViking user id). Same charset."""
+    """End user within the account (OpenViking user id), required. Same charset."""
     agent_id: _builtins.str
     """Agent acting for the user; buffers, state and agent memories are scoped by it. Empty means "default"."""
     session_id: _builtins.str
@@ -83,7 +85,8 @@ Global___Identity: _TypeAlias = Identity  # noqa: Y015
 @_typing.final
 class JsonValue(_message.Message):
     """Arbitrary JSON carried verbatim (tool arguments, tool results, meta values).
-    `json` is RFC 8259 JSON text; the engine stores and returns it byte for byte.
+    `json` is RFC 8259 JSON text; the engine stores and returns it byte for byte. Text that is not
+    RFC 8259 JSON (NaN, Infinity, malformed) or nests deeper than 128 levels is INVALID_ARGUMENT.
     """
 
     DESCRIPTOR: _descriptor.Descriptor

@@ -94,7 +94,10 @@ export interface AfterTurnResponse {
   persistedCount: number;
   /** Messages already persisted earlier (retries, duplicates) and skipped. */
   duplicateCount: number;
-  /** Engine-injected messages recognised and never captured. */
+  /**
+   * Engine injections recognised and never captured: 1 per wholly injected message, plus 1 per
+   * injected recall block or `<relevant-memories>` block stripped from a host message.
+   */
   injectedSkippedCount: number;
   /** Sequence of the last persisted host message, -1 when none. */
   lastSequence: number;
@@ -126,6 +129,7 @@ export interface IngestRequest {
 export interface IngestResponse {
   ingestedCount: number;
   duplicateCount: number;
+  /** Counted as in AfterTurnResponse.injected_skipped_count. */
   injectedSkippedCount: number;
   openvikingSessionId: string;
 }
@@ -136,9 +140,12 @@ export interface StoreMemoryRequest {
     | undefined;
   /** What to remember, in the user's words. */
   text: string;
-  /** Optional category (preferences, entities, events, notes). Default notes. */
+  /**
+   * Optional category (preferences, entities, events, notes, ...): the memory's directory,
+   * memories/<category>/. Default notes. `[a-z][a-z0-9_-]{0,31}`, not starting with `ce-`.
+   */
   category: string;
-  /** USER (default) or AGENT scoped. */
+  /** USER (default): recalled by every agent of the user. AGENT: only by this exact agent_id. */
   scope: MemoryScope;
 }
 

@@ -66,9 +66,12 @@ export function messageRoleToJSON(object: MessageRole): string {
 
 /** Who is asking. Present on every request; the engine never assumes a process-wide identity. */
 export interface Identity {
-  /** Tenant account (OpenViking account id). Charset [A-Za-z0-9_.@-], at most 255 characters. */
+  /**
+   * Tenant account (OpenViking account id), required. Charset [A-Za-z0-9_.@-], at most 255
+   * characters, at most one '@', not '.'/'..', not starting with '_'.
+   */
   accountId: string;
-  /** End user within the account (OpenViking user id). Same charset. */
+  /** End user within the account (OpenViking user id), required. Same charset. */
   userId: string;
   /** Agent acting for the user; buffers, state and agent memories are scoped by it. Empty means "default". */
   agentId: string;
@@ -80,7 +83,8 @@ export interface Identity {
 
 /**
  * Arbitrary JSON carried verbatim (tool arguments, tool results, meta values).
- * `json` is RFC 8259 JSON text; the engine stores and returns it byte for byte.
+ * `json` is RFC 8259 JSON text; the engine stores and returns it byte for byte. Text that is not
+ * RFC 8259 JSON (NaN, Infinity, malformed) or nests deeper than 128 levels is INVALID_ARGUMENT.
  */
 export interface JsonValue {
   json: string;
