@@ -32,10 +32,20 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 
 from contextengine.v1 import common_pb2
 
+from services.capture.claims import (
+    ABANDONED_AT,
+    STALE_CLAIM_SECONDS,
+    Candidate,
+    ClaimHolder,
+    ClaimPlan,
+    Planner,
+    claimer,
+    is_stale,
+)
 from services.compaction.transcript import session_turns
 from shared.domain.envelope import HOST_ID_PREFIX, openviking_message, texts_of
 from shared.domain.identity import RequestIdentity
@@ -46,16 +56,13 @@ from shared.openviking.models.sessions import SessionMessage
 from shared.openviking.tenant import Tenant
 from shared.tokens import TokenCounter
 
+__all__ = ["Candidate", "ClaimPlan", "Planner", "ReleaseHook", "TranscriptWriter", "WriteResult"]
+"""The writer's API (claim plans come from `services.capture.claims`)."""
+
 log = logging.getLogger(__name__)
 
-STALE_CLAIM_SECONDS = 30.0
-"""A claim not refreshed for this long belongs to a replica that died; it is repaired."""
-CLAIM_HEARTBEAT_SECONDS = 5.0
-"""How often the owner of a claim refreshes it while its append runs."""
 APPEND_TIMEOUT_SECONDS = 120.0
 """How long an append waits for OpenViking's answer (an unanswered append has an unknown outcome)."""
-ABANDONED_AT = datetime(1970, 1, 1, tzinfo=UTC)
-"""`claimed_at` of a claim its owner gave up on (repair it right away)."""
 CLAIM_POLL_SECONDS = 0.03
 MAX_CLAIM_WAIT_SECONDS = STALE_CLAIM_SECONDS + 5.0
 READ_ALL_TOKEN_BUDGET = 100_000_000
@@ -63,29 +70,6 @@ READ_ALL_TOKEN_BUDGET = 100_000_000
 
 Role = common_pb2.MessageRole
 
-
-@dataclass(frozen=True)
-class Candidate:
-    """A host message to persist at a transcript position (None: injected, nothing to store)."""
-
-    sequence: int
-    message: common_pb2.ConversationMessage | None
-    used_context_uris: tuple[str, ...] = ()
-    provenance: str = ""
-    """The fenced turn the message belongs to (`envelope.turn_provenance`), empty outside one."""
-
-
-@dataclass(frozen=True)
-class ClaimPlan:
-    start: int
-    end: int
-    candidates: list[Candidate]
-    turn_key: str = ""
-    """Digest of the fenced turn's advancement key: recorded as committed when all of it landed."""
-
-
-Planner = Callable[[StreamState], ClaimPlan | None]
-"""Given the current state, the range to claim (None: nothing left to claim)."""
 
 ReleaseHook = Callable[[StreamState], None]
 """Called inside the release compare-and-swap with the released state; may change it further
@@ -106,10 +90,6 @@ class WriteResult:
     """The state right after the release, before `on_release` changed it."""
 
 
-def _is_stale(claim: PendingWrite, now: datetime) -> bool:
-    return now - claim.claimed_at >= timedelta(seconds=STALE_CLAIM_SECONDS)
-
-
 def _counts(messages: Sequence[common_pb2.ConversationMessage], counter: TokenCounter) -> tuple[int, int]:
     """(user turns, tokens) of the messages."""
     turns = sum(1 for m in messages if m.role == Role.MESSAGE_ROLE_USER)
@@ -125,89 +105,6 @@ def _add_counts(state: StreamState, turns: int, tokens: int) -> None:
 
 def _overlapping(unsettled: Sequence[PendingWrite], start: int, end: int) -> list[PendingWrite]:
     return [u for u in unsettled if u.start_sequence <= end and start <= u.end_sequence]
-
-
-def _claimer(
-    planner: Planner, now: datetime, made: list[tuple[PendingWrite, ClaimPlan]]
-) -> Callable[[StreamState], StreamState | None]:
-    """The CAS mutation that claims the next range (recording it in `made`) unless one is held."""
-
-    def claim(current: StreamState) -> StreamState | None:
-        made.clear()
-        if current.pending_write is not None:
-            return None
-        plan = planner(current)
-        if plan is None or plan.start > plan.end:
-            return None
-        pending = PendingWrite(
-            start_sequence=plan.start,
-            end_sequence=plan.end,
-            session_id=current.active_session,
-            claimed_at=now,
-            turn_key=plan.turn_key,
-        )
-        current.pending_write = pending
-        current.last_sequence = plan.end
-        made.append((pending, plan))
-        return current
-
-    return claim
-
-
-class ClaimHolder:
-    """Keeps a claim fresh while its owner works; `claim` is always the version stored."""
-
-    def __init__(
-        self,
-        states: StreamStateStore,
-        identity: RequestIdentity,
-        claim: PendingWrite,
-        clock: Callable[[], datetime],
-    ) -> None:
-        self._states = states
-        self._identity = identity
-        self._clock = clock
-        self.claim = claim
-        self._stop = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-
-    async def __aenter__(self) -> ClaimHolder:
-        self._task = asyncio.create_task(self._beat(), name=f"claim-heartbeat-{self._identity.buffer_key}")
-        return self
-
-    async def __aexit__(self, *_: object) -> None:
-        """Stop refreshing; waits for a refresh in flight so that `claim` is what is stored."""
-        self._stop.set()
-        if self._task is not None:
-            await asyncio.gather(self._task, return_exceptions=True)
-
-    async def _beat(self) -> None:
-        while True:
-            try:
-                await asyncio.wait_for(self._stop.wait(), CLAIM_HEARTBEAT_SECONDS)
-                return
-            except TimeoutError:
-                pass
-            try:
-                if not await self._refresh():
-                    return  # repaired by another replica meanwhile
-            except Exception:  # the next beat tries again; a repairer may take over meanwhile
-                log.warning("could not refresh claim of %s", self._identity.buffer_key, exc_info=True)
-
-    async def _refresh(self) -> bool:
-        held = self.claim
-        fresher = held.model_copy(update={"claimed_at": self._clock()})
-
-        def refresh(current: StreamState) -> StreamState | None:
-            if current.pending_write != held:
-                return None
-            current.pending_write = fresher
-            return current
-
-        _, written = await self._states.update(self._identity, refresh)
-        if written:
-            self.claim = fresher
-        return written
 
 
 class TranscriptWriter:
@@ -377,14 +274,14 @@ class TranscriptWriter:
         while True:
             now = self._clock()
             made: list[tuple[PendingWrite, ClaimPlan]] = []
-            claim = _claimer(planner, now, made)
+            claim = claimer(planner, now, made)
             state, written = await self._states.update(identity, claim, deadline=deadline)
             if written:
                 pending, plan = made[0]
                 return pending, plan, state
             if state.pending_write is None:
                 return None, None, state  # nothing left to claim: all of it is someone else's
-            if _is_stale(state.pending_write, now):
+            if is_stale(state.pending_write, now):
                 await self.repair(identity, state.pending_write, counter, deadline=deadline)
                 continue
             if time.monotonic() >= give_up:

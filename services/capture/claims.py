@@ -1,0 +1,136 @@
+"""Claims on a stream's transcript positions (the coordination of `services.capture.transcript`):
+what a claim covers, when it is stale, the compare-and-swap that takes one, and keeping a held
+claim fresh while its owner's append runs."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from contextengine.v1 import common_pb2
+
+from shared.domain.identity import RequestIdentity
+from shared.domain.stream_state import PendingWrite, StreamState, StreamStateStore
+
+log = logging.getLogger(__name__)
+
+STALE_CLAIM_SECONDS = 30.0
+"""A claim not refreshed for this long belongs to a replica that died; it is repaired."""
+CLAIM_HEARTBEAT_SECONDS = 5.0
+"""How often the owner of a claim refreshes it while its append runs."""
+ABANDONED_AT = datetime(1970, 1, 1, tzinfo=UTC)
+"""`claimed_at` of a claim its owner gave up on (repair it right away)."""
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A host message to persist at a transcript position (None: injected, nothing to store)."""
+
+    sequence: int
+    message: common_pb2.ConversationMessage | None
+    used_context_uris: tuple[str, ...] = ()
+    provenance: str = ""
+    """The fenced turn the message belongs to (`envelope.turn_provenance`), empty outside one."""
+
+
+@dataclass(frozen=True)
+class ClaimPlan:
+    start: int
+    end: int
+    candidates: list[Candidate]
+    turn_key: str = ""
+    """Digest of the fenced turn's advancement key: recorded as committed when all of it landed."""
+
+
+Planner = Callable[[StreamState], ClaimPlan | None]
+"""Given the current state, the range to claim (None: nothing left to claim)."""
+
+
+def is_stale(claim: PendingWrite, now: datetime) -> bool:
+    return now - claim.claimed_at >= timedelta(seconds=STALE_CLAIM_SECONDS)
+
+
+def claimer(
+    planner: Planner, now: datetime, made: list[tuple[PendingWrite, ClaimPlan]]
+) -> Callable[[StreamState], StreamState | None]:
+    """The CAS mutation that claims the next range (recording it in `made`) unless one is held."""
+
+    def claim(current: StreamState) -> StreamState | None:
+        made.clear()
+        if current.pending_write is not None:
+            return None
+        plan = planner(current)
+        if plan is None or plan.start > plan.end:
+            return None
+        pending = PendingWrite(
+            start_sequence=plan.start,
+            end_sequence=plan.end,
+            session_id=current.active_session,
+            claimed_at=now,
+            turn_key=plan.turn_key,
+        )
+        current.pending_write = pending
+        current.last_sequence = plan.end
+        made.append((pending, plan))
+        return current
+
+    return claim
+
+
+class ClaimHolder:
+    """Keeps a claim fresh while its owner works; `claim` is always the version stored."""
+
+    def __init__(
+        self,
+        states: StreamStateStore,
+        identity: RequestIdentity,
+        claim: PendingWrite,
+        clock: Callable[[], datetime],
+    ) -> None:
+        self._states = states
+        self._identity = identity
+        self._clock = clock
+        self.claim = claim
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> ClaimHolder:
+        self._task = asyncio.create_task(self._beat(), name=f"claim-heartbeat-{self._identity.buffer_key}")
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        """Stop refreshing; waits for a refresh in flight so that `claim` is what is stored."""
+        self._stop.set()
+        if self._task is not None:
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    async def _beat(self) -> None:
+        while True:
+            try:
+                await asyncio.wait_for(self._stop.wait(), CLAIM_HEARTBEAT_SECONDS)
+                return
+            except TimeoutError:
+                pass
+            try:
+                if not await self._refresh():
+                    return  # repaired by another replica meanwhile
+            except Exception:  # the next beat tries again; a repairer may take over meanwhile
+                log.warning("could not refresh claim of %s", self._identity.buffer_key, exc_info=True)
+
+    async def _refresh(self) -> bool:
+        held = self.claim
+        fresher = held.model_copy(update={"claimed_at": self._clock()})
+
+        def refresh(current: StreamState) -> StreamState | None:
+            if current.pending_write != held:
+                return None
+            current.pending_write = fresher
+            return current
+
+        _, written = await self._states.update(self._identity, refresh)
+        if written:
+            self.claim = fresher
+        return written
