@@ -13,15 +13,20 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import grpc
 from contextengine.v1 import (
     assembly_pb2,
+    assembly_pb2_grpc,
     capture_pb2,
+    capture_pb2_grpc,
     common_pb2,
     compaction_pb2,
+    compaction_pb2_grpc,
 )
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from tests.bench.recall.dataset import Question, SessionScript, UserHistory
+from tests.bench.run import EngineProcess
 
 ACCOUNT = "bench-recall"
 AGENT = "main"
@@ -47,6 +52,17 @@ class Answer:
     text: str
     tokens: int
     seconds: float
+
+
+def connect(procs: dict[str, EngineProcess]) -> tuple[Stubs, list[grpc.aio.Channel]]:
+    """Stubs on the three services of `procs` (and the channels to close)."""
+    channels = {name: grpc.aio.insecure_channel(proc.address) for name, proc in procs.items()}
+    stubs = Stubs(
+        capture_pb2_grpc.CaptureServiceStub(channels["capture"]),
+        assembly_pb2_grpc.AssemblyServiceStub(channels["assembly"]),
+        compaction_pb2_grpc.CompactionServiceStub(channels["compaction"]),
+    )
+    return stubs, list(channels.values())
 
 
 @dataclass(frozen=True)

@@ -20,16 +20,18 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Sequence
+from contextlib import ExitStack
 from pathlib import Path
 
 import grpc
 import httpx
-from contextengine.v1 import assembly_pb2_grpc, capture_pb2_grpc, compaction_pb2_grpc
+from contextengine.v1 import assembly_pb2_grpc
 
 from shared.localstack.stack import LocalStack, StackSettings
 from shared.tokens import TokenCounter
 from tests.bench.recall.baselines import Bm25Baseline, RawMessage, newest_first, raw_messages
 from tests.bench.recall.dataset import KINDS, Question, UserHistory, generate
+from tests.bench.recall.llm_variant import llm_answers, llm_openviking
 from tests.bench.recall.replay import (
     ACCOUNT,
     Answer,
@@ -37,6 +39,7 @@ from tests.bench.recall.replay import (
     ReplayStats,
     Stubs,
     ask,
+    connect,
     gather_bounded,
     run_user,
 )
@@ -45,6 +48,8 @@ from tests.bench.run import start_engine, stop_engine
 BUDGETS = (1000, 2000, 4000, 8000)
 DEFAULT_VARIANT = "engine"
 LEXICAL_ENV = "CONTEXT_ENGINE_RECALL_LEXICAL_SOURCE"
+ENGINE_ENV = {"CONTEXT_ENGINE_COMPACT_TURN_THRESHOLD": "1000"}
+"""The replay compacts at session end (as the issue's benchmark does), not by turn count."""
 FIND_TARGET = "viking://~/memories"
 MODES = ("new", "continuing")
 
@@ -177,28 +182,25 @@ def markdown(report: dict[str, object]) -> str:
     return "\n".join(lines) + "\n"
 
 
-async def run(args: argparse.Namespace, openviking_url: str, log_dir: Path) -> dict[str, object]:
+async def run(
+    args: argparse.Namespace, openviking_url: str, log_dir: Path, llm_openviking_url: str = ""
+) -> dict[str, object]:
     histories = generate(seed=args.seed, users=args.users, sessions=args.sessions)
     run_tag = uuid.uuid4().hex[:6]
     for history in histories:  # a rerun over kept data must not see the earlier run's streams
         history.user_id = f"{history.user_id}-{run_tag}"
     counter = TokenCounter("o200k_base")
-    procs = start_engine(openviking_url, log_dir, {"CONTEXT_ENGINE_COMPACT_TURN_THRESHOLD": "1000"})
+    procs = start_engine(openviking_url, log_dir, ENGINE_ENV)
     variants = {
         source: start_engine(openviking_url, log_dir, {LEXICAL_ENV: source}, services=("assembly",))
         for source in args.lexical_variants
     }
     try:
-        channels = {name: grpc.aio.insecure_channel(proc.address) for name, proc in procs.items()}
-        stubs = Stubs(
-            capture_pb2_grpc.CaptureServiceStub(channels["capture"]),
-            assembly_pb2_grpc.AssemblyServiceStub(channels["assembly"]),
-            compaction_pb2_grpc.CompactionServiceStub(channels["compaction"]),
-        )
+        stubs, channels = connect(procs)
         askers: dict[str, object] = {DEFAULT_VARIANT: stubs.assembly}
         for source, variant in variants.items():
-            channels[source] = grpc.aio.insecure_channel(variant["assembly"].address)
-            askers[f"lexical={source}"] = assembly_pb2_grpc.AssemblyServiceStub(channels[source])
+            channels.append(grpc.aio.insecure_channel(variant["assembly"].address))
+            askers[f"lexical={source}"] = assembly_pb2_grpc.AssemblyServiceStub(channels[-1])
         stats = ReplayStats()
         started = time.perf_counter()
         per_user = await asyncio.gather(
@@ -215,11 +217,16 @@ async def run(args: argparse.Namespace, openviking_url: str, log_dir: Path) -> d
             latency[f"OpenViking find ({callers} callers)"] = p50_ms(finds)
             assembles = await assemble_latency(stubs, histories, args.latency_n, callers)
             latency[f"Assemble ({callers} callers)"] = p50_ms(assembles)
-        for channel in channels.values():
+        for channel in channels:
             await channel.close()
     finally:
         for started_procs in (procs, *variants.values()):
             stop_engine(started_procs)
+    if llm_openviking_url:
+        answers += await llm_answers(
+            llm_openviking_url, log_dir, histories[: args.llm_users], budgets=BUDGETS,
+            concurrency=args.concurrency, engine_env=ENGINE_ENV,
+        )  # fmt: skip
     return {
         "workload": {
             "users": args.users,
@@ -241,7 +248,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--latency-n", type=int, default=30)
-    parser.add_argument("--openviking-url", default="")
+    parser.add_argument(
+        "--openviking-url", default="", help="use this OpenViking (else start the local stack)"
+    )
+    parser.add_argument(
+        "--embeddings-url", default="", help="with --openviking-url: its embedder, for --llm-users"
+    )
+    parser.add_argument(
+        "--llm-users",
+        type=int,
+        default=1,
+        help="users also replayed over OpenViking with the stand-in LLM (0: none)",
+    )
     parser.add_argument("--out", type=Path, default=Path("bench-results"))
     parser.add_argument(
         "--lexical-variants",
@@ -251,12 +269,15 @@ def main(argv: list[str] | None = None) -> None:
     )
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="recall-bench-") as scratch:
-        if args.openviking_url:
-            report = asyncio.run(run(args, args.openviking_url, Path(scratch)))
-        else:
-            with LocalStack(StackSettings.from_env()) as stack:
-                report = asyncio.run(run(args, stack.openviking_url, Path(scratch)))
+    with tempfile.TemporaryDirectory(prefix="recall-bench-") as scratch, ExitStack() as stacks:
+        openviking_url, embeddings_url = args.openviking_url, args.embeddings_url
+        if not openviking_url:
+            stack = stacks.enter_context(LocalStack(StackSettings.from_env()))
+            openviking_url, embeddings_url = stack.openviking_url, stack.embeddings_url
+        llm_url = ""
+        if args.llm_users and embeddings_url:
+            llm_url = stacks.enter_context(llm_openviking(embeddings_url, Path(scratch) / "openviking-llm"))
+        report = asyncio.run(run(args, openviking_url, Path(scratch), llm_url))
     (args.out / "recall.json").write_text(json.dumps(report, indent=2))
     text = markdown(report)
     (args.out / "recall.md").write_text(text)
