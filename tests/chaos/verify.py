@@ -42,9 +42,7 @@ class Verdict:
 
 
 def stream_identity(session: HostSession) -> RequestIdentity:
-    return parse_identity(
-        session.identity, default_agent_id="main", default_account_id="x", session_required=True
-    )
+    return parse_identity(session.identity, default_agent_id="main", session_required=True)
 
 
 async def _state(states: StreamStateStore, session: HostSession) -> StreamState:
