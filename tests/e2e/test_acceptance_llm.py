@@ -13,6 +13,7 @@ compaction that produced it (ExpandMemory ranks those turns by the question).
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -193,8 +194,16 @@ async def test_compacted_history_drills_down_to_raw_turns(long_conversation_done
     # Raw history the summary replaced is not in the working context any more.
     assert EXPLAIN_OUTPUT not in all_text(assembled.messages)
 
+    # The model can drill down from what it was shown: the summary names its expand reference.
+    shown = re.search(r'memory_expand\("([^"]+)"\)', summary_text)
+    assert shown is not None, summary_text
     cp = done.checkpoint
-    for reference in (cp.summary_uri, assembled.packet.compact_summaries[0].session_uri, cp.checkpoint_id):
+    for reference in (
+        shown[1],
+        cp.summary_uri,
+        assembled.packet.compact_summaries[0].session_uri,
+        cp.checkpoint_id,
+    ):
         expanded = await host.expand(reference)
         by_sequence = {t.turn.sequence: t.turn for t in expanded.turns}
         assert set(range(cp.source_turn_range.end_sequence + 1)) <= set(by_sequence), (
