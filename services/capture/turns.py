@@ -12,10 +12,11 @@ from datetime import datetime
 
 from contextengine.v1 import checkpoint_pb2, common_pb2
 
+from services.capture.claims import Candidate, ClaimPlan, Planner
 from services.capture.compaction_client import CompactionNudger
 from services.capture.decision import capture_decision
 from services.capture.injections import CleanedMessage, clean_transcript
-from services.capture.transcript import Candidate, ClaimPlan, TranscriptWriter, WriteResult
+from services.capture.transcript import TranscriptWriter, WriteResult
 from services.capture.triggers import TriggerThresholds, fired_trigger
 from shared.domain.checkpoints import new_checkpoint_id
 from shared.domain.envelope import turn_provenance
@@ -151,6 +152,27 @@ class TurnCapture:
         elif state.inflight:
             self._nudger.nudge(identity, checkpoint_pb2.COMPACTION_TRIGGER_UNSPECIFIED, again=True)
 
+    async def _store(
+        self,
+        identity: RequestIdentity,
+        plan: Planner,
+        counter: TokenCounter,
+        token_budget: int,
+        deadline: float | None,
+    ) -> tuple[WriteResult, StreamState, list[Trigger.ValueType]]:
+        """Write what `plan` claims (a fired trigger handed off in the release), then index it:
+        the result, the state as released, and the trigger fired (if any)."""
+        fired: list[Trigger.ValueType] = []
+        result = await self._writer.write(
+            identity,
+            plan,
+            counter,
+            on_release=self._trigger_hand_off(identity, token_budget, fired),
+            deadline=deadline,
+        )
+        await self._index_persisted(identity, result, deadline)
+        return result, result.released or result.state, fired
+
     async def _index_persisted(
         self, identity: RequestIdentity, result: WriteResult, deadline: float | None
     ) -> None:
@@ -190,16 +212,7 @@ class TurnCapture:
                 ],
             )
 
-        fired: list[Trigger.ValueType] = []
-        result = await self._writer.write(
-            identity,
-            plan,
-            counter,
-            on_release=self._trigger_hand_off(identity, token_budget, fired),
-            deadline=deadline,
-        )
-        await self._index_persisted(identity, result, deadline)
-        released = result.released or result.state
+        result, released, fired = await self._store(identity, plan, counter, token_budget, deadline)
         claimed = range(result.claimed_start, result.claimed_end + 1)
         outcome = TurnOutcome(
             persisted_count=len(result.persisted),
@@ -261,16 +274,7 @@ class TurnCapture:
             ]
             return ClaimPlan(start, start + len(rest) - 1, candidates, turn_key=key)
 
-        fired: list[Trigger.ValueType] = []
-        result = await self._writer.write(
-            identity,
-            plan,
-            counter,
-            on_release=self._trigger_hand_off(identity, token_budget, fired),
-            deadline=deadline,
-        )
-        await self._index_persisted(identity, result, deadline)
-        released = result.released or result.state
+        result, released, fired = await self._store(identity, plan, counter, token_budget, deadline)
         outcome = TurnOutcome(
             persisted_count=len(result.persisted),
             injected_skipped_count=sum(c.skipped for c in cleaned),

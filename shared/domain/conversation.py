@@ -4,16 +4,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from datetime import datetime
 
 from contextengine.v1 import common_pb2
 
 Role = common_pb2.MessageRole
 
 
-def text_message(role: Role.ValueType, text: str, msg_id: str = "") -> common_pb2.ConversationMessage:
-    return common_pb2.ConversationMessage(
+def text_message(
+    role: Role.ValueType, text: str, msg_id: str = "", when: datetime | None = None
+) -> common_pb2.ConversationMessage:
+    """A message with one text block, stamped with `when` (the host's message time) if given."""
+    message = common_pb2.ConversationMessage(
         id=msg_id, role=role, content=[common_pb2.ContentBlock(text=common_pb2.TextBlock(text=text))]
     )
+    if when is not None:
+        message.timestamp.FromDatetime(when)
+    return message
 
 
 def tool_call_message(

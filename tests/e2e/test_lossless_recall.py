@@ -11,8 +11,8 @@ from datetime import UTC, datetime
 
 import pytest
 from contextengine.v1 import assembly_pb2, capture_pb2, common_pb2
-from google.protobuf.timestamp_pb2 import Timestamp
 
+from shared.domain.conversation import text_message
 from shared.domain.turn_index import is_turn_uri
 from tests.e2e.host import (
     HostSession,
@@ -45,23 +45,12 @@ async def stubs(openviking: OpenVikingEndpoint) -> AsyncIterator[Stubs]:
         yield connected
 
 
-def dated(role: int, text: str, msg_id: str, when: datetime) -> common_pb2.ConversationMessage:
-    stamp = Timestamp()
-    stamp.FromDatetime(when)
-    return common_pb2.ConversationMessage(
-        id=msg_id,
-        role=role,
-        content=[common_pb2.ContentBlock(text=common_pb2.TextBlock(text=text))],
-        timestamp=stamp,
-    )
-
-
 async def say(host: HostSession, user_text: str, answer: str, when: datetime) -> None:
     """One exchange with the host's timestamps, captured through AfterTurn."""
     before = len(host.transcript)
     host.transcript += [
-        dated(common_pb2.MESSAGE_ROLE_USER, user_text, f"{host.session}-u{before}", when),
-        dated(common_pb2.MESSAGE_ROLE_ASSISTANT, answer, f"{host.session}-a{before}", when),
+        text_message(common_pb2.MESSAGE_ROLE_USER, user_text, f"{host.session}-u{before}", when),
+        text_message(common_pb2.MESSAGE_ROLE_ASSISTANT, answer, f"{host.session}-a{before}", when),
     ]
     await host.stubs.capture.AfterTurn(
         capture_pb2.AfterTurnRequest(

@@ -23,8 +23,8 @@ from contextengine.v1 import (
     compaction_pb2,
     compaction_pb2_grpc,
 )
-from google.protobuf.timestamp_pb2 import Timestamp
 
+from shared.domain.conversation import text_message
 from tests.bench.recall.dataset import Question, SessionScript, UserHistory
 from tests.bench.run import EngineProcess
 
@@ -85,26 +85,14 @@ def identity(user_id: str, session_id: str) -> common_pb2.Identity:
     return common_pb2.Identity(account_id=ACCOUNT, user_id=user_id, agent_id=AGENT, session_id=session_id)
 
 
-def message(
-    role: int, text: str, msg_id: str, when: Timestamp | None = None
-) -> common_pb2.ConversationMessage:
-    out = common_pb2.ConversationMessage(
-        id=msg_id, role=role, content=[common_pb2.ContentBlock(text=common_pb2.TextBlock(text=text))]
-    )
-    if when is not None:
-        out.timestamp.CopyFrom(when)
-    return out
-
-
 def transcript(script: SessionScript, upto: int) -> list[common_pb2.ConversationMessage]:
     """The session's messages for exchanges [0, upto), dated."""
     out = []
     for i, exchange in enumerate(script.exchanges[:upto]):
-        when = Timestamp()
-        when.FromDatetime(script.timestamp(i))
-        out.append(message(Role.MESSAGE_ROLE_USER, exchange.user, f"{script.session_id}-{i}-u", when))
+        when = script.timestamp(i)
+        out.append(text_message(Role.MESSAGE_ROLE_USER, exchange.user, f"{script.session_id}-{i}-u", when))
         out.append(
-            message(Role.MESSAGE_ROLE_ASSISTANT, exchange.assistant, f"{script.session_id}-{i}-a", when)
+            text_message(Role.MESSAGE_ROLE_ASSISTANT, exchange.assistant, f"{script.session_id}-{i}-a", when)
         )
     return out
 
@@ -144,7 +132,7 @@ async def compact(stubs: Stubs, user_id: str, session_id: str, stats: ReplayStat
 
 
 async def ask(stubs: Stubs, where: Asked, question: Question, budget: int, variant: str = "") -> Answer:
-    prompt = message(Role.MESSAGE_ROLE_USER, question.text, f"q-{where.mode}-{budget}")
+    prompt = text_message(Role.MESSAGE_ROLE_USER, question.text, f"q-{where.mode}-{budget}")
     started = time.perf_counter()
     response = await stubs.assembly.Assemble(  # type: ignore[attr-defined]
         assembly_pb2.AssembleRequest(
