@@ -1,7 +1,8 @@
 """AfterTurn latency of turns that fire a compaction trigger against turns that do not.
 
-`python -m tests.chaos.trigger_latency --embeddings-url URL [--sessions 6 --turns 24 --threshold 4]`
-starts a private OpenViking (extraction off) and the three services in one process (as
+`python -m tests.chaos.trigger_latency [--embeddings-url URL] [--sessions 6 --turns 24 --threshold 4]`
+(part of `make bench`) starts a private OpenViking (extraction off; its own embedding server unless
+one is given) and the three services in one process (as
 `context-engine --service all`), plays the turns one after another and prints p50/p90 of both
 kinds and their ratio (design §3.2: the commit runs in the background, the turn returns at once).
 """
@@ -61,7 +62,7 @@ async def measure(base_url: str, sessions: int, turns: int, threshold: int) -> d
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--embeddings-url", required=True)
+    parser.add_argument("--embeddings-url", default=None, help="reuse this embedding server (.../v1)")
     parser.add_argument("--sessions", type=int, default=6)
     parser.add_argument("--turns", type=int, default=24)
     parser.add_argument("--threshold", type=int, default=4)
@@ -71,6 +72,7 @@ def main() -> None:
             StackSettings(
                 openviking_data_dir=Path(workdir) / "openviking",
                 openviking_port=0,
+                embeddings_port=0,
                 embeddings_url=args.embeddings_url,
             )
         )
