@@ -547,14 +547,22 @@ async def reconcile_commit(
     return attached or record
 
 
+def _finished(current: CheckpointRecord) -> CheckpointRecord:
+    """A terminal checkpoint has no owner: the lease goes in the same write as the outcome, so no
+    reader ever sees a finished checkpoint still held."""
+    current.finished_at = utc_now()
+    current.owner = ""
+    current.lease_until = None
+    return current
+
+
 def _failing(reason: str) -> Callable[[CheckpointRecord], CheckpointRecord | None]:
     def fail(current: CheckpointRecord) -> CheckpointRecord | None:
         if current.is_terminal:
             return None
         current.status = Status.CHECKPOINT_STATUS_FAILED
         current.failure_reason = reason
-        current.finished_at = utc_now()
-        return current
+        return _finished(current)
 
     return fail
 
@@ -582,8 +590,7 @@ async def _settle(
                 current.summary_uri = current.archive_uri
                 current.summary = summary
                 current.extracted_memory_uris = memory_uris
-                current.finished_at = utc_now()
-                return current
+                return _finished(current)
 
             updated = await store.update(tenant, record.checkpoint_id, complete, deadline=deadline)
         else:
