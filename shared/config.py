@@ -150,9 +150,14 @@ class Settings(BaseModel):
     @field_validator("openviking_shards", mode="before")
     @classmethod
     def _shards_from_text(cls, value: Any) -> Any:
-        if isinstance(value, str):
-            return {shard.name: shard.base_url for shard in parse_shard_list(value)}
-        return value
+        if not isinstance(value, str):
+            return value
+        shards = parse_shard_list(value)
+        names = [shard.name for shard in shards]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ValueError(f"shard {', '.join(twice)}: listed twice")
+        return {shard.name: shard.base_url for shard in shards}
 
     @field_validator("openviking_shard_pins", mode="before")
     @classmethod

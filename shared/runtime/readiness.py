@@ -27,6 +27,7 @@ PROBE_TIMEOUT_SECONDS = 2.0
 FAILURES_BEFORE_NOT_SERVING = 2
 
 Probe = Callable[[], Awaitable[object]]
+_STATUS = {True: health_pb2.HealthCheckResponse.SERVING, False: health_pb2.HealthCheckResponse.NOT_SERVING}
 
 
 def shard_health_name(shard: str) -> str:
@@ -95,7 +96,7 @@ class BackendReadiness:
 
     async def _watch(self, servicer: health.aio.HealthServicer, names: list[str]) -> None:
         for shard in self._probes:
-            await servicer.set(shard_health_name(shard), _status(True))
+            await servicer.set(shard_health_name(shard), _STATUS[True])
         while True:
             was_up = self.backend_up
             answers = await asyncio.gather(*(self._answers(probe) for probe in self._probes.values()))
@@ -106,7 +107,7 @@ class BackendReadiness:
                 log.warning("OpenViking %s: %s", "answers again" if up else "is down on every shard",
                             ", ".join(names) + (" SERVING" if up else " NOT_SERVING"))  # fmt: skip
                 for name in names:
-                    await servicer.set(name, _status(up))
+                    await servicer.set(name, _STATUS[up])
             await asyncio.sleep(self._interval)
 
     async def _record(self, servicer: health.aio.HealthServicer, shard: str, answered: bool) -> None:
@@ -115,8 +116,4 @@ class BackendReadiness:
         if up != self.shard_up[shard]:
             self.shard_up[shard] = up
             log.warning("OpenViking shard %s %s", shard, "answers again" if up else "is down or frozen")
-            await servicer.set(shard_health_name(shard), _status(up))
-
-
-def _status(up: bool) -> health_pb2.HealthCheckResponse.ServingStatus:
-    return health_pb2.HealthCheckResponse.SERVING if up else health_pb2.HealthCheckResponse.NOT_SERVING
+            await servicer.set(shard_health_name(shard), _STATUS[up])
