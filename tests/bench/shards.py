@@ -92,7 +92,7 @@ def _p(values: list[float], q: int) -> float | None:
     return round(statistics.quantiles(values, n=100, method="inclusive")[q - 1], 1)
 
 
-def _message(role: int, msg_id: str, text: str) -> common_pb2.ConversationMessage:
+def _message(role: common_pb2.MessageRole.ValueType, msg_id: str, text: str) -> common_pb2.ConversationMessage:
     block = common_pb2.ContentBlock(text=common_pb2.TextBlock(text=text))
     return common_pb2.ConversationMessage(id=msg_id, role=role, content=[block])
 
