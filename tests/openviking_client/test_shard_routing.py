@@ -180,3 +180,23 @@ def test_bad_shard_settings_are_refused_naming_the_entry(overrides: dict[str, st
     with pytest.raises(ConfigurationError) as raised:
         load_settings(environ={}, overrides=overrides)
     assert named in raised.value.message
+
+
+def test_the_shard_plan_prints_the_pins_that_keep_known_tenants_put() -> None:
+    tenants = POPULATION[:200]
+    planned = subprocess.run(
+        [sys.executable, "-m", "shared.openviking.shard_plan", "--shards", "ov-0=http://a:1,ov-1=http://b:1",
+         "--pins", "acct0/user0=ov-1", "--add", "ov-2=http://c:1"],
+        input="\n".join(tenant_key(t) for t in tenants),
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    settings = load_settings(
+        environ={
+            "CONTEXT_ENGINE_OPENVIKING_SHARDS": planned.stdout.splitlines()[0].removeprefix("shards="),
+            "CONTEXT_ENGINE_OPENVIKING_SHARD_PINS": planned.stdout.splitlines()[1].removeprefix("pins="),
+        }
+    )
+    before = shard_map(["ov-0", "ov-1"], {"acct0/user0": "ov-1"})
+    assert settings.openviking_shard_map.names == ("ov-0", "ov-1", "ov-2")
+    assert all(settings.openviking_shard_map.shard_for(t) == before.shard_for(t) for t in tenants)
+    assert "tenants pinned to stay put" in planned.stderr
