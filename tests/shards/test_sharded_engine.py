@@ -59,6 +59,10 @@ def user_message(msg_id: str, text: str) -> common_pb2.ConversationMessage:
     )
 
 
+def hello(user: str) -> common_pb2.ConversationMessage:
+    return user_message("u1", "Hello from " + user)
+
+
 def home(shards: OpenVikingShards, user: str) -> str:
     return shards.shard_map.shard_for(Tenant(ACCOUNT, user))
 
@@ -79,9 +83,7 @@ async def test_each_tenant_is_stored_on_its_shard_and_sees_only_its_own(
     stored = {}
     for user in USERS:
         await capture.AfterTurn(
-            capture_pb2.AfterTurnRequest(
-                identity=identity(user, "s1"), messages=[user_message("u1", "Hello from " + user)]
-            )
+            capture_pb2.AfterTurnRequest(identity=identity(user, "s1"), messages=[hello(user)])
         )
         memory = await capture.StoreMemory(
             capture_pb2.StoreMemoryRequest(identity=identity(user), text=fact(user))
@@ -126,13 +128,14 @@ async def test_a_stopped_shard_fails_only_its_tenants(
     assert await health_of(engine, "openviking/ov-0") == SERVING
     assert await health_of(engine, "contextengine.v1.CaptureService") == SERVING
 
-    for turn, user in enumerate(USERS, start=2):
+    for user in USERS:
+        still = user_message("u2", "Still there, " + user)
         after_turn = capture_pb2.AfterTurnRequest(
-            identity=identity(user, "s1"), messages=[user_message(f"u{turn}", "Still there, " + user)]
+            identity=identity(user, "s1"), messages=[hello(user), still], pre_prompt_message_count=1
         )
         assemble = assembly_pb2.AssembleRequest(
             identity=identity(user, "s1"),
-            messages=[user_message(f"u{turn}", "Still there?")],
+            messages=[hello(user), still],
             token_budget=4000,
             model="gpt-4o",
             prompt="what is my locker code",
