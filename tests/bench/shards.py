@@ -5,9 +5,9 @@ dirs) and the engine (`--service all`, `CONTEXT_ENGINE_OPENVIKING_SHARDS`). `--t
 each replay turns (Assemble, then AfterTurn) at `--concurrency` callers:
 
 1. both shards up: tenants per shard, per-shard turns/s, p50/p95 of a turn, Assemble, AfterTurn;
-2. the same with each shard alone in the engine's config (one-shard baseline of that shard's
-   tenants, same run), so the sharded numbers sit beside what one server does;
-3. `ov-1` killed (SIGKILL): per-shard errors. `ov-0`'s tenants must see 0 errors and no
+   before that, the same tenants and callers on one server (the single `baseUrl` config), so the
+   sharded numbers sit beside what one server does in the same run;
+2. `ov-1` killed (SIGKILL): per-shard errors. `ov-0`'s tenants must see 0 errors and no
    degraded Assemble; `ov-1`'s get UNAVAILABLE AfterTurns and degraded Assembles.
 
 Prints a table and writes `bench-results/shards.json`.
@@ -46,7 +46,7 @@ from shared.localstack.layout import StackLayout
 from shared.localstack.processes import ManagedProcess, free_port
 from shared.localstack.runtimes import EMBEDDINGS_RUNTIME, OPENVIKING_RUNTIME, provision
 from shared.openviking import Tenant
-from shared.openviking.shards import Shard, ShardMap
+from shared.openviking.shards import DEFAULT_SHARD, ShardMap
 from tests.bench.workload import TOPICS, make_turn
 from tests.support.shards import OpenVikingShards, running_shards
 
@@ -92,7 +92,9 @@ def _p(values: list[float], q: int) -> float | None:
     return round(statistics.quantiles(values, n=100, method="inclusive")[q - 1], 1)
 
 
-def _message(role: common_pb2.MessageRole.ValueType, msg_id: str, text: str) -> common_pb2.ConversationMessage:
+def _message(
+    role: common_pb2.MessageRole.ValueType, msg_id: str, text: str
+) -> common_pb2.ConversationMessage:
     block = common_pb2.ContentBlock(text=common_pb2.TextBlock(text=text))
     return common_pb2.ConversationMessage(id=msg_id, role=role, content=[block])
 
@@ -160,7 +162,12 @@ class Driver:
         started = time.perf_counter()
         await asyncio.gather(*(tenant(u) for u in users))
         wall = time.perf_counter() - started
-        return {"wall_s": round(wall, 2), "shards": {n: t.summary(wall) for n, t in tallies.items()}}
+        turns = sum(len(t.turns) for t in tallies.values())
+        return {
+            "wall_s": round(wall, 2),
+            "turns_per_s": round(turns / wall, 2),
+            "shards": {n: t.summary(wall) for n, t in tallies.items()},
+        }
 
 
 @contextmanager
@@ -230,13 +237,10 @@ async def _phases(shards: OpenVikingShards, args: argparse.Namespace, work: Path
         "tenants_per_shard": {n: sum(s == n for s in shard_of.values()) for n in SHARDS}
     }
     log(f"tenants per shard: {report['tenants_per_shard']}")
-    baseline: dict[str, Any] = {}
-    for shard in shards.shard_map.shards:
-        log(f"baseline: engine over {shard.name} alone, its tenants only")
-        with engine(ShardMap((Shard(shard.name, shard.base_url),)), work) as address:
-            alone = {u: s for u, s in shard_of.items() if s == shard.name}
-            baseline[shard.name] = (await drive(address, alone, "alone", args))["shards"][shard.name]
-    report["one_shard_alone"] = baseline
+    first = shards.shard_map.shards[0]
+    log(f"baseline: the same tenants on one server ({first.name} as the single baseUrl)")
+    with engine(ShardMap.single(first.base_url), work) as address:
+        report["one_server"] = await drive(address, dict.fromkeys(users, DEFAULT_SHARD), "single", args)
     with engine(shards.shard_map, work) as address:
         log(f"both shards up: {args.tenants} tenants x {args.turns} turns at {args.concurrency} callers")
         report["both_up"] = await drive(address, shard_of, "sharded", args)
@@ -254,11 +258,16 @@ def table(report: dict[str, Any]) -> str:
     head = ("phase", "shard", "tenants", "turns", "turns/s", "turn p50", "turn p95",
             "Assemble p50", "AfterTurn p50", "errors", "degraded")  # fmt: skip
     rows: list[tuple[str, ...]] = [head]
-    phases = [("one shard alone", report["one_shard_alone"]), ("2 shards up", report["both_up"]["shards"]),
-              (f"{KILLED} killed", report["one_killed"]["shards"])]  # fmt: skip
+    runs = [("1 server (baseUrl)", report["one_server"]), ("2 shards up", report["both_up"])]
+    phases = [
+        *((name, run["shards"]) for name, run in runs),
+        (f"{KILLED} killed", report["one_killed"]["shards"]),
+    ]
     for phase, per_shard in phases:
         for name, s in per_shard.items():
             rows.append((phase, name, *(str(s[key]) for key in COLUMNS)))
+    for phase, result in runs:
+        rows.append((phase, "all", "", "", str(result["turns_per_s"]), "", "", "", "", "", ""))
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
     return "\n".join("  ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True)) for row in rows)
 
