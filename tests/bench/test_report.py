@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from tests.bench.run import early_late, memory_texts, shortened
+from tests.bench.phases.assembly import memory_texts
+from tests.bench.phases.growth import early_late, shortened
 from tests.bench.traces import SERVER_KIND, SpanRecord, client_spans
 from tests.bench.workload import generate
 
