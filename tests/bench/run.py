@@ -72,6 +72,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="Assemble calls per concurrency level (same order as --concurrency)",
     )
     parser.add_argument("--assembly-level-seconds", type=float, default=60)
+    parser.add_argument(
+        "--profile-calls", type=int, default=20, help="Assembles profiled in process (cProfile); 0: none"
+    )
     parser.add_argument("--growth-turns", type=int, default=1000)
     parser.add_argument("--growth-seconds", type=float, default=200)
     parser.add_argument(

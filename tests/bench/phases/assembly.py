@@ -1,4 +1,4 @@
-# ruff: noqa: RUF001
+# ruff: noqa: RUF001, PLR0915
 """Assembly at scale: seeded memories and a persisted long session, Assemble with the whole
 transcript at several concurrencies."""
 
@@ -11,6 +11,7 @@ import random
 import time
 from collections import defaultdict
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,6 +20,7 @@ from contextengine.v1 import (
     common_pb2,
 )
 
+from services.assembly.recall import TURN_CANDIDATES, USER_MEMORIES_URI
 from shared.tokens import TokenCounter
 from tests.bench.common import (
     AGENT,
@@ -38,9 +40,11 @@ from tests.bench.common import (
     text_message,
     turn_messages,
 )
+from tests.bench.phases.assemble_profile import profile_assemble
 from tests.bench.workload import TOPICS, generate
 
 MEMORY_USER = "bench-asm-user"
+FIND_OP = "ov.find(same query)"
 
 
 def memory_texts(count: int, seed: int) -> list[str]:
@@ -143,6 +147,30 @@ async def phase_assembly(
         transcript.extend([user, *rest])
     transcript_tokens = sum(counter.count_message(message_texts(m)) for m in transcript)
     prompts = expand_queries(session, args.seed, 16)
+
+    def prompt_for(i: int) -> str:
+        return f"About {prompts[i % len(prompts)]} - what did we settle on?"
+
+    def assemble_request(i: int, tag: str) -> assembly_pb2.AssembleRequest:
+        prompt = prompt_for(i)
+        question = text_message(Role.MESSAGE_ROLE_USER, prompt, f"{session_id}-{tag}-{i}")
+        return assembly_pb2.AssembleRequest(
+            identity=identity(MEMORY_USER, session_id),
+            messages=[*transcript, question],
+            token_budget=args.assembly_budget,
+            model=MODEL,
+            prompt=prompt,
+        )
+
+    def find_body(i: int) -> dict[str, Any]:
+        """The find Assemble makes for this prompt (memories and exchanges, one embedding)."""
+        return {
+            "query": prompt_for(i),
+            "target_uri": USER_MEMORIES_URI,
+            "limit": TURN_CANDIDATES,
+            "score_threshold": 0.0,
+        }
+
     levels: list[dict[str, Any]] = []
     assembled_by_level: dict[int, list[int]] = defaultdict(list)
     prompt_by_level: dict[int, list[int]] = defaultdict(list)
@@ -155,31 +183,25 @@ async def phase_assembly(
         async def call(i: int, level: int = level, rec: Recorder = rec, stop_at: float = stop_at) -> int:
             if time.monotonic() > stop_at:
                 return 0
-            prompt = f"About {prompts[i % len(prompts)]} - what did we settle on?"
-            question = text_message(Role.MESSAGE_ROLE_USER, prompt, f"{session_id}-q{level}-{i}")
-            got = await rec.time(
-                "Assemble",
-                stubs.assembly.Assemble(
-                    assembly_pb2.AssembleRequest(
-                        identity=identity(MEMORY_USER, session_id),
-                        messages=[*transcript, question],
-                        token_budget=args.assembly_budget,
-                        model=MODEL,
-                        prompt=prompt,
-                    ),
-                    timeout=args.rpc_timeout,
-                ),
-            )
+            request = assemble_request(i, f"q{level}")
+            got = await rec.time("Assemble", stubs.assembly.Assemble(request, timeout=args.rpc_timeout))
             if got is not None:
                 own = sum(counter.count_message(message_texts(m)) for m in got.messages)
                 assembled_by_level[level].append(own + counter.count(got.system_prompt_addition))
-                prompt_by_level[level].append(counter.count_message([prompt]))
+                prompt_by_level[level].append(counter.count_message([request.prompt]))
+            return 1
+
+        async def find(i: int, rec: Recorder = rec) -> int:
+            call = ov_call(http, "POST", "/api/v1/search/find", MEMORY_USER, json=find_body(i))
+            await rec.time(FIND_OP, call)
             return 1
 
         log(f"  Assemble ×{calls} at concurrency {level}")
         window_start = time.time_ns()
         done, wall = await run_pool(list(range(calls)), level, call)
         window_end = time.time_ns()
+        log(f"  OpenViking find of the same queries ×{done} at concurrency {level}")
+        await run_pool(list(range(done)), level, find)
         spans.phases.append((f"assembly@{level}", window_start, window_end))
         spans.routes.append((f"assembly@{level}", "Assemble", window_start, window_end))
         levels.append(
@@ -201,4 +223,8 @@ async def phase_assembly(
     out["transcript_messages"] = len(transcript) + 1
     out["transcript_tokens"] = transcript_tokens
     out["levels"] = levels
+    if args.profile_calls > 0:
+        log(f"  cProfile of Assemble in process ×{args.profile_calls}")
+        requests = [assemble_request(i, "profile") for i in range(args.profile_calls)]
+        out["profile"] = await profile_assemble(str(http.base_url), requests, Path(args.out))
     return out
