@@ -42,6 +42,7 @@ from tests.bench.pipeline import run_bench
 from tests.bench.report.chart import write_chart
 from tests.bench.report.markdown import markdown
 from tests.bench.report.tables import summary_table
+from tests.bench.report.targets import targets_json
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -113,6 +114,7 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         shutil.rmtree(data_dir, ignore_errors=True)
     report["total_seconds"] = round(time.time() - t0, 1)
+    report["targets"] = targets_json(report)
     table = summary_table(report)
     (out_dir / "report.json").write_text(json.dumps(report, indent=2, default=str))
     problem = write_chart(report, out_dir / "report.png")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.bench.common import fmt, stats
+from tests.bench.report.targets import profile_table, targets_table
 
 
 def summary_table(report: dict[str, Any]) -> str:
@@ -39,7 +40,7 @@ def summary_table(report: dict[str, Any]) -> str:
             f"| AfterTurn (1 session, {growth['turns_done']} turns) | 1 | {s['count']} | {s['errors']} | "
             f"{fmt(s['p50_ms'])} | {fmt(s['p95_ms'])} | {fmt(s['p99_ms'])} | — | — |"
         )
-    out = ["\n".join(lines), ""]
+    out = [*targets_table(report)[1:], "", "\n".join(lines), ""]
     out.append(
         "| concurrency | turns | wall s | turns/s | RPC/s | OpenViking-only turns/s | assembled tok/turn | "
         "transcript tok/turn | assembled/transcript | turns over budget: assembled / transcript tok |"
@@ -57,7 +58,7 @@ def summary_table(report: dict[str, Any]) -> str:
             f"{fmt(t.get('over_budget_assembled_tokens_mean'))} / "
             f"{fmt(t.get('over_budget_transcript_tokens_mean'))} |"
         )
-    out += growth_table(report) + assembly_tables(report) + compaction_table(report)
+    out += growth_table(report) + assembly_tables(report) + profile_table(report) + compaction_table(report)
     wrapped = report.get("wrapped", [])
     if wrapped:
         out += [
