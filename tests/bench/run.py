@@ -14,7 +14,9 @@ Phases (each time-capped so the default finishes in well under 15 minutes on 2 c
    "assemble", batch add per "after turn"): OpenViking's own time, to separate the engine's.
 4. Assembly at scale: 1,000 memories (content/write, wait=false) and a 500-turn session persisted
    with Ingest; Assemble with the whole transcript at 1, 8 and 32 concurrent callers, split into the
-   engine's own time and the OpenViking calls it makes (by route), assembled vs transcript tokens.
+   engine's own time and the OpenViking calls it makes (by route), assembled vs transcript tokens;
+   beside each level, one OpenViking `find` of the same queries at the same concurrency; then
+   Assemble in process under cProfile (`bench-results/assemble-profile.txt`).
 5. Compact (force) on replayed sessions and on 50/500/2,000-turn sessions (twins: one synchronous,
    one background=true polled with GetCheckpoint until COMPLETED; OpenViking's commit call from the
    spans), then ExpandMemory over every compacted session (varied query and limit).
@@ -23,6 +25,9 @@ Phases (each time-capped so the default finishes in well under 15 minutes on 2 c
 7. Planted-fact recall probes: engine Assemble in a new session / late in the same session vs the
    full transcript truncated newest-first to the same budget vs the legacy RecallFallback block.
 8. Peak RSS (VmHWM) of each service process, OpenViking and the embedding server.
+
+The report opens with the performance issue's targets: each measured value beside its baseline
+from the same run, the ratio and whether it is met.
 """
 
 from __future__ import annotations
