@@ -118,7 +118,7 @@ def targets_table(report: dict[str, Any]) -> list[str]:
         lines.append(f"| {t.goal} | {measured} | {baseline} | {ratio} | {limit} | {_mark(t.met)} |")
     lines.append(
         "| 2 OpenViking shards: tenants split, per-shard numbers, one shard killed -> 0 errors on the "
-        "other | not measured by this bench | — | — | — | — |"
+        "other | measured by `python -m tests.bench.shards` (`make bench`, after this one) | — | — | — | — |"
     )
     return lines
 
