@@ -15,7 +15,7 @@ Phases (each time-capped so the default finishes in well under 15 minutes on 2 c
 4. Assembly at scale: 1,000 memories (content/write, wait=false) and a 500-turn session persisted
    with Ingest; Assemble with the whole transcript at 1, 8 and 32 concurrent callers, split into the
    engine's own time and the OpenViking calls it makes (by route), assembled vs transcript tokens;
-   beside each level, one OpenViking `find` of the same queries at the same concurrency; then
+   each round of Assembles followed by one OpenViking `find` per query at the same concurrency; then
    Assemble in process under cProfile (`bench-results/assemble-profile.txt`).
 5. Compact (force) on replayed sessions and on 50/500/2,000-turn sessions (twins: one synchronous,
    one background=true polled with GetCheckpoint until COMPLETED; OpenViking's commit call from the

@@ -196,12 +196,19 @@ async def phase_assembly(
             await rec.time(FIND_OP, call)
             return 1
 
-        log(f"  Assemble ×{calls} at concurrency {level}")
+        log(f"  Assemble ×{calls} at concurrency {level}, each round followed by finds of its queries")
         window_start = time.time_ns()
-        done, wall = await run_pool(list(range(calls)), level, call)
+        done, wall = 0, 0.0
+        for first in range(0, calls, level):
+            # Rounds of `level` Assembles, then `level` finds of the same queries: both see the
+            # same moment (OpenViking's indexing backlog, the machine's other load).
+            batch = list(range(first, min(first + level, calls)))
+            finished, seconds = await run_pool(batch, level, call)
+            done, wall = done + finished, wall + seconds
+            if not finished:
+                break
+            await run_pool(batch[:finished], level, find)
         window_end = time.time_ns()
-        log(f"  OpenViking find of the same queries ×{done} at concurrency {level}")
-        await run_pool(list(range(done)), level, find)
         spans.phases.append((f"assembly@{level}", window_start, window_end))
         spans.routes.append((f"assembly@{level}", "Assemble", window_start, window_end))
         levels.append(
