@@ -22,12 +22,16 @@ from pathlib import Path
 
 import tiktoken
 
+from shared.sized_cache import SizedCache
+
 _BLOB_BASE = "https://openaipublic.blob.core.windows.net/encodings/"
 SHIPPED_ENCODINGS = ("cl100k_base", "o200k_base")
 DEFAULT_CACHE_DIR = Path(tempfile.gettempdir()) / "contextengine-tiktoken"
 
 # Per-message framing overhead of chat formats (role marker, separators), as OpenAI documents it.
 MESSAGE_OVERHEAD_TOKENS = 4
+CACHED_TEXTS = 50_000
+"""Texts whose token count a counter remembers."""
 
 
 def tiktoken_cache_key(encoding_name: str) -> str:
@@ -78,23 +82,39 @@ def _encoding(name: str) -> tiktoken.Encoding:
 class TokenCounter:
     """Counts tokens for one encoding: texts, message parts, whole messages and packets."""
 
-    def __init__(self, encoding_name: str) -> None:
+    def __init__(self, encoding_name: str, cached_texts: int = CACHED_TEXTS) -> None:
         self.encoding_name = encoding_name
         self._encoding = _encoding(encoding_name)
+        self._counts: SizedCache[tuple[int, int], int] = SizedCache(cached_texts)
 
     @classmethod
     def for_model(cls, model: str, default_encoding: str) -> TokenCounter:
-        return cls(encoding_for_model(model, default_encoding))
+        """The process's counter for the model's encoding (its count cache shared by all calls)."""
+        return _counter(encoding_for_model(model, default_encoding))
 
     def encode(self, text: str) -> list[int]:
         return self._encoding.encode(text, disallowed_special=())
 
     def count(self, text: str) -> int:
-        return len(self.encode(text)) if text else 0
+        """Tokens of `text`; texts seen before (recalled items come back call after call) are
+        looked up by content: (SipHash of the text, keyed per process, and its length)."""
+        if not text:
+            return 0
+        key = (hash(text), len(text))
+        tokens = self._counts.get(key)
+        if tokens is None:
+            tokens = len(self.encode(text))
+            self._counts.put(key, tokens)
+        return tokens
 
     def count_message(self, texts: Iterable[str]) -> int:
         """Tokens of one chat message made of the given text pieces, framing included."""
         return MESSAGE_OVERHEAD_TOKENS + sum(self.count(t) for t in texts)
+
+
+@lru_cache(maxsize=4)
+def _counter(encoding_name: str) -> TokenCounter:
+    return TokenCounter(encoding_name)
 
 
 def main() -> None:

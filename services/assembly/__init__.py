@@ -10,7 +10,9 @@ from services.assembly.servicer import AssemblyService
 from services.assembly.summaries import OpenVikingSessionSummaries, SummarySource, stream_sessions
 from shared.config import Settings
 from shared.domain.documents import DocumentStore
+from shared.domain.memory_changes import MemoryChanges
 from shared.domain.stream_state import StreamStateStore
+from shared.openviking.client import OpenVikingClient
 from shared.runtime.context import ServiceContext
 from shared.runtime.server import ServiceSpec
 
@@ -23,6 +25,7 @@ __all__ = [
     "OpenVikingSessionSummaries",
     "SummarySource",
     "assembly_service_spec",
+    "assembly_servicer",
     "build_assembly_service",
 ]
 
@@ -30,19 +33,27 @@ __all__ = [
 def build_assembly_service(context: ServiceContext) -> ServiceSpec:
     """The AssemblyService for the runtime: summaries are the archive overviews of the stream's
     OpenViking sessions, as recorded in its engine state."""
-    client = context.openviking
+    return _spec(assembly_servicer(context.settings, context.openviking, context.in_process.memory_changes))
+
+
+def assembly_servicer(
+    settings: Settings, client: OpenVikingClient, memory_changes: MemoryChanges | None = None
+) -> AssemblyService:
+    """The servicer over OpenViking, its summaries read from the stream's engine state; cached
+    profiles dropped on `memory_changes`."""
     store = StreamStateStore(DocumentStore(client))
-    return assembly_service_spec(
-        context.settings, client, OpenVikingSessionSummaries(client, stream_sessions(store))
-    )
+    summaries = OpenVikingSessionSummaries(client, stream_sessions(store))
+    return AssemblyService(settings, client, summaries, memory_changes)
 
 
 def assembly_service_spec(
     settings: Settings, openviking_client: AssemblyBackend, summaries: SummarySource
 ) -> ServiceSpec:
     """The AssemblyService over any backend and summary source."""
-    servicer = AssemblyService(settings, openviking_client, summaries)
+    return _spec(AssemblyService(settings, openviking_client, summaries))
 
+
+def _spec(servicer: AssemblyService) -> ServiceSpec:
     def register(server: aio.Server) -> None:
         assembly_pb2_grpc.add_AssemblyServiceServicer_to_server(servicer, server)
 

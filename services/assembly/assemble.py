@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from contextengine.v1 import common_pb2, packet_pb2
 
-from services.assembly.envelopes import turn_envelopes
+from services.assembly.envelopes import EnvelopeCache, turn_envelopes
 from services.assembly.fallback import relevant_memories_block
 from services.assembly.injection import (
     EXPLICIT_RECALL_SOURCE,
@@ -43,6 +43,7 @@ from services.assembly.turns import split_turns
 from shared.config import Settings
 from shared.domain.envelope import turn_id_for
 from shared.domain.identity import RequestIdentity
+from shared.domain.messages import MessageShape
 from shared.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
@@ -179,8 +180,11 @@ async def assemble_context(
     deadline: float,
     token_counts: TokenCountCache | None = None,
     profiles: ProfileCache | None = None,
+    shapes: Sequence[MessageShape] | None = None,
+    envelopes: EnvelopeCache | None = None,
 ) -> AssembleResult:
-    """The model's context for this call; `messages` must already be validated."""
+    """The model's context for this call; `messages` must already be validated (`shapes` is
+    what validation returned, when the caller kept it)."""
     budget = token_budget or settings.default_token_budget
     counter = TokenCounter.for_model(model, settings.default_encoding)
     query = (
@@ -209,7 +213,7 @@ async def assemble_context(
             ),
             memories=[item.for_injection() for item in outcome.items],
         )
-    turns = split_turns(messages)
+    turns = split_turns(messages, shapes)
     packed = pack_context(
         budget=budget,
         turns=turns,
@@ -231,7 +235,7 @@ async def assemble_context(
         profile_blocks=packed.profile_blocks,
         recalled_memories=[item.to_proto(query.query) for item in recalled],
         compact_summaries=packed.summaries,
-        recent_raw_turns=turn_envelopes(packed.recent_turns, identity),
+        recent_raw_turns=turn_envelopes(packed.recent_turns, identity, envelopes),
         injected_messages=packed.injected,
         estimated_tokens=packed.estimated_tokens,
         tokens=packed.tokens,

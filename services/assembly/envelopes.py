@@ -9,6 +9,7 @@ from contextengine.v1 import common_pb2, envelope_pb2
 
 from services.assembly.turns import Turn
 from shared.domain.identity import RequestIdentity
+from shared.sized_cache import MessageKey, SizedCache, message_key
 
 _ROLES = {
     common_pb2.MESSAGE_ROLE_USER: envelope_pb2.ENVELOPE_ROLE_USER,
@@ -80,9 +81,27 @@ def message_envelope(
     return envelope
 
 
-def turn_envelopes(turns: Sequence[Turn], identity: RequestIdentity) -> list[envelope_pb2.TurnEnvelope]:
-    return [
-        message_envelope(message, turn.start + offset, identity)
-        for turn in turns
-        for offset, message in enumerate(turn.messages)
-    ]
+ENVELOPES = 20_000
+"""Envelopes a replica remembers: a host resends its recent turns on every call."""
+
+EnvelopeCache = SizedCache[tuple[str, int, MessageKey], envelope_pb2.TurnEnvelope]
+"""Envelopes by (stream, sequence, message content); read-only once built."""
+
+
+def turn_envelopes(
+    turns: Sequence[Turn], identity: RequestIdentity, cache: EnvelopeCache | None = None
+) -> list[envelope_pb2.TurnEnvelope]:
+    out: list[envelope_pb2.TurnEnvelope] = []
+    for turn in turns:
+        for offset, message in enumerate(turn.messages):
+            sequence = turn.start + offset
+            if cache is None:
+                out.append(message_envelope(message, sequence, identity))
+                continue
+            key = (identity.buffer_key, sequence, message_key(message))
+            envelope = cache.get(key)
+            if envelope is None:
+                envelope = message_envelope(message, sequence, identity)
+                cache.put(key, envelope)
+            out.append(envelope)
+    return out

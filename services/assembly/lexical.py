@@ -4,18 +4,20 @@ OpenViking's `search/grep` finds every indexed exchange containing one of the qu
 words (one regex, case-insensitive, whole words; the match's context lines give the whole
 document, so no read follows). The matches are then ranked with BM25 (`rank_bm25`) over the
 matched documents plus the semantic leg's documents as background, so a word that appears in
-every match weighs little and a rare id weighs a lot.
+every match weighs little and a rare id weighs a lot. Scores are rank_bm25's BM25Okapi, computed
+here over term frequencies cached per document (the same exchanges recur call after call).
 """
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rank_bm25 import BM25Okapi
-
 from shared.openviking.models.search import GrepResult
+from shared.sized_cache import SizedCache
 
 MAX_TERMS = 12
 """Content words of the query sent to grep (the first ones; a prompt is short)."""
@@ -80,15 +82,70 @@ def documents(result: GrepResult) -> dict[str, str]:
     return {uri: "\n".join(doc[n] for n in sorted(doc)) for uri, doc in lines.items()}
 
 
+BM25_K1 = 1.5
+BM25_B = 0.75
+BM25_EPSILON = 0.25
+"""BM25Okapi's constants (rank_bm25's defaults): term saturation, length normalisation, and the
+floor of a negative idf as a share of the average idf."""
+CACHED_DOCUMENTS = 20_000
+"""Documents whose term frequencies a replica remembers: the same exchanges come back from the
+semantic leg call after call."""
+
+_frequencies: SizedCache[tuple[int, int], Counter[str]] = SizedCache(CACHED_DOCUMENTS)
+
+
+def term_frequencies(text: str) -> Counter[str]:
+    """`text`'s tokens counted, cached by content (SipHash of the text, keyed per process, and
+    its length). Callers must not modify the result."""
+    key = (hash(text), len(text))
+    counts = _frequencies.get(key)
+    if counts is None:
+        counts = Counter(tokens(text))
+        _frequencies.put(key, counts)
+    return counts
+
+
+def bm25_scores(query_terms: Sequence[str], corpus: Sequence[Counter[str]]) -> list[float]:
+    """BM25Okapi scores of each document of `corpus` (term frequencies) for `query_terms`, as
+    rank_bm25 computes them: idf = ln(N - df + 0.5) - ln(df + 0.5), a negative idf floored to
+    epsilon x the average idf over the corpus vocabulary."""
+    size = len(corpus)
+    document_frequency: Counter[str] = Counter()
+    for frequencies in corpus:
+        document_frequency.update(frequencies.keys())
+    if not document_frequency:
+        return [0.0] * size
+    idf_sum = sum(
+        words * (math.log(size - df + 0.5) - math.log(df + 0.5))
+        for df, words in Counter(document_frequency.values()).items()
+    )
+    floor = BM25_EPSILON * idf_sum / len(document_frequency)
+    lengths = [frequencies.total() for frequencies in corpus]
+    average_length = sum(lengths) / size
+    scores = [0.0] * size
+    for term in query_terms:
+        df = document_frequency.get(term, 0)
+        if not df:
+            continue
+        idf = math.log(size - df + 0.5) - math.log(df + 0.5)
+        if idf < 0:
+            idf = floor
+        for i, frequencies in enumerate(corpus):
+            tf = frequencies.get(term, 0)
+            norm = BM25_K1 * (1 - BM25_B + BM25_B * lengths[i] / average_length)
+            scores[i] += idf * (tf * (BM25_K1 + 1) / (tf + norm))
+    return scores
+
+
 def rank(query_terms: Sequence[str], matched: dict[str, str], background: Sequence[str]) -> list[LexicalHit]:
     """BM25 order of the matched documents (best first); `background` only shapes the statistics."""
     if not matched or not query_terms:
         return []
     uris = list(matched)
-    corpus = [tokens(matched[uri]) for uri in uris] + [tokens(text) for text in background]
-    scores = BM25Okapi(corpus).get_scores(list(query_terms))
+    corpus = [term_frequencies(matched[uri]) for uri in uris] + [term_frequencies(t) for t in background]
+    scores = bm25_scores(query_terms, corpus)
     ranked = sorted(
-        (LexicalHit(uri, matched[uri], float(scores[i])) for i, uri in enumerate(uris)),
+        (LexicalHit(uri, matched[uri], scores[i]) for i, uri in enumerate(uris)),
         key=lambda hit: hit.score,
         reverse=True,
     )

@@ -122,22 +122,33 @@ class _RecallCosts:
         return self._count.total(self.messages(kept))
 
 
-def _recent_texts(turns: Sequence[Turn]) -> list[str]:
-    return [t for turn in turns for m in turn.messages if len(t := _normal(plain_text(m))) >= 12]
+SHOWN_PREFIX_CHARS = 200
+"""A recalled exchange counts as shown when it contains this much of a raw message's text."""
 
 
-def _not_shown(memories: Sequence[MemoryForInjection], raw: Sequence[Turn]) -> list[int]:
-    """Indexes of the items that are not raw exchanges already among `raw` (best first)."""
-    shown = _recent_texts(raw)
-    return [i for i, m in enumerate(memories) if not _is_shown(m, shown)]
+class _Shown:
+    """Which recalled exchanges the raw turns already show; each text normalised once per call."""
 
+    def __init__(self, memories: Sequence[MemoryForInjection]) -> None:
+        self._contents = [_normal(m.content) if m.kind == "turn" else "" for m in memories]
+        self._texts: dict[int, tuple[common_pb2.ConversationMessage, str]] = {}
 
-def _is_shown(memory: MemoryForInjection, shown: Sequence[str]) -> bool:
-    """A recalled raw exchange whose messages the context already shows raw."""
-    if memory.kind != "turn":
-        return False
-    content = _normal(memory.content)
-    return any(text[:200] in content for text in shown)
+    def _text(self, message: common_pb2.ConversationMessage) -> str:
+        hit = self._texts.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        text = _normal(plain_text(message))[:SHOWN_PREFIX_CHARS]
+        self._texts[id(message)] = (message, text)
+        return text
+
+    def not_shown(self, raw: Sequence[Turn]) -> list[int]:
+        """Indexes of the items that are not raw exchanges already among `raw` (best first)."""
+        shown = [t for turn in raw for m in turn.messages if len(t := self._text(m)) >= 12]
+        return [
+            i
+            for i, content in enumerate(self._contents)
+            if not (content and any(map(content.__contains__, shown)))
+        ]
 
 
 def _fit_profile(blocks: Sequence[str], count: MessageTokens, room: int) -> list[str]:
@@ -235,11 +246,11 @@ def pack_context(
     summaries_kept = _fit_summaries(summaries, count, room - profile_tokens)
     summary_tokens = count.total(_summary_messages(summaries_kept))
     costs = _RecallCosts(recall, count)
-    memories = list(recall.memories) if recall else []
+    shown = _Shown(list(recall.memories) if recall else [])
     fill = _Fill(
         room=room - profile_tokens - summary_tokens,
         costs=costs,
-        eligible=_not_shown(memories, [*window, *newest]),
+        eligible=shown.not_shown([*window, *newest]),
         cap=recall_cap or budget,
         raw=list(newest),
         kept=[],
@@ -247,11 +258,11 @@ def pack_context(
     limit = elision_limit(budget)
     fill.recall(int(budget * recall_share))
     whole_window = fill.raw_turns(window, count, limit, pointer)
-    fill.eligible = _not_shown(memories, fill.raw)  # exchanges of window turns that did not fit
+    fill.eligible = shown.not_shown(fill.raw)  # exchanges of window turns that did not fit
     fill.recall(budget)
     if not summaries and whole_window:
         fill.raw_turns(older, count, limit, pointer)
-        fill.eligible = _not_shown(memories, fill.raw)
+        fill.eligible = shown.not_shown(fill.raw)
         fill.forget_shown()
         fill.recall(budget)
     fill.kept.sort()  # best first, whichever fill added them

@@ -13,6 +13,7 @@ from services.assembly.ports import MemorySearch
 from services.assembly.recall import USER_MEMORIES_URI, bounded, describe_failure
 from shared.errors import BackendNotFound
 from shared.openviking.tenant import Tenant
+from shared.sized_cache import SizedCache
 from shared.tokens import TokenCounter
 
 PROFILE_URI = f"{USER_MEMORIES_URI}/profile.md"
@@ -25,11 +26,15 @@ PROFILE_MAX_TOKENS = 1000
 """Profile budget when recallTokenBudget sets none (otherwise half of it, as upstream)."""
 
 
-MAX_CACHED_PROFILES = 10_000
+MAX_CACHED_TENANTS = 10_000
 PROFILE_TTL_SECONDS = 30.0
-"""How long an assembly replica reuses a tenant's profile: a stored preference shows in the profile
-at most this much later (recall finds it at once meanwhile). Saves a `find` (an embedding) per
-Assemble."""
+"""How long an assembly replica reuses a tenant's profile. StoreMemory, ForgetMemory and commits
+made in the same process drop it at once (`shared.domain.memory_changes`); in other processes a
+stored or forgotten preference shows in the profile at most this much later (recall finds it at
+once meanwhile). Saves a `find` (an embedding) per Assemble."""
+
+ProfileKey = tuple[Tenant, str, int, int]
+"""(tenant, agent, token bound, item chars bound)."""
 
 
 @dataclass
@@ -51,27 +56,39 @@ def _cut_to_tokens(text: str, counter: TokenCounter, max_tokens: int) -> str:
 
 
 class ProfileCache:
-    """Profiles by (tenant, agent, bounds) for `PROFILE_TTL_SECONDS`; degraded ones are not kept."""
+    """Profiles by (tenant, agent, bounds) for `PROFILE_TTL_SECONDS`; degraded ones are not kept.
+
+    `invalidate(tenant)` drops the tenant's profiles; a load that was in flight meanwhile is
+    returned to its caller but not kept (it may predate the change)."""
 
     def __init__(self, ttl: float = PROFILE_TTL_SECONDS, clock: Callable[[], float] = time.monotonic) -> None:
         self._ttl = ttl
         self._clock = clock
-        self._entries: dict[tuple[Tenant, str, int, int], tuple[float, StableProfile]] = {}
+        self._tenants: SizedCache[Tenant, dict[ProfileKey, tuple[float, StableProfile]]] = SizedCache(
+            MAX_CACHED_TENANTS
+        )
+        self._generations: SizedCache[Tenant, int] = SizedCache(MAX_CACHED_TENANTS)
+        """Invalidations per tenant, to tell a load that raced one."""
 
-    async def get(
-        self,
-        load: Callable[[], Awaitable[StableProfile]],
-        key: tuple[Tenant, str, int, int],
-    ) -> StableProfile:
+    def invalidate(self, tenant: Tenant) -> None:
+        self._tenants.pop(tenant)
+        self._generations.put(tenant, (self._generations.get(tenant) or 0) + 1)
+
+    async def get(self, load: Callable[[], Awaitable[StableProfile]], key: ProfileKey) -> StableProfile:
+        tenant = key[0]
         now = self._clock()
-        hit = self._entries.get(key)
+        entries = self._tenants.get(tenant)
+        hit = entries.get(key) if entries is not None else None
         if hit is not None and now - hit[0] < self._ttl:
             return hit[1]
+        generation = self._generations.get(tenant)
         profile = await load()
-        if not profile.degraded_reasons:
-            if len(self._entries) > MAX_CACHED_PROFILES:
-                self._entries.clear()
-            self._entries[key] = (now, profile)
+        if not profile.degraded_reasons and self._generations.get(tenant) == generation:
+            entries = self._tenants.get(tenant)
+            if entries is None:
+                entries = {}
+                self._tenants.put(tenant, entries)
+            entries[key] = (now, profile)
         return profile
 
 

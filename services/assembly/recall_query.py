@@ -83,12 +83,18 @@ def skip_reason_for(text: str) -> str:
     return ""
 
 
-def user_texts(messages: Sequence[common_pb2.ConversationMessage]) -> list[str]:
-    """Sanitized text of each host user message, oldest first (engine-injected ones excluded)."""
-    texts = []
-    for message in messages:
+def user_texts(messages: Sequence[common_pb2.ConversationMessage], newest: int) -> list[str]:
+    """Sanitized non-empty text of the `newest` latest host user messages, oldest first
+    (engine-injected ones excluded). Read from the end: a long transcript is not scanned."""
+    texts: list[str] = []
+    for message in reversed(messages):
+        if len(texts) == newest:
+            break
         if message.role == common_pb2.MESSAGE_ROLE_USER and not is_engine_injected(message):
-            texts.append(sanitize_user_text(plain_text(message)))
+            text = sanitize_user_text(plain_text(message))
+            if text:
+                texts.append(text)
+    texts.reverse()
     return texts
 
 
@@ -101,7 +107,7 @@ def recall_query_from_window(
     trigger a recall. When it is too thin to stand alone, the newest earlier non-greeting user
     text within the last `window` turns is prepended as context.
     """
-    texts = [t for t in user_texts(messages) if t]
+    texts = user_texts(messages, window)
     prompt_text = sanitize_user_text(prompt)
     if prompt_text and (not texts or texts[-1] != prompt_text):
         texts.append(prompt_text)

@@ -14,29 +14,43 @@ from services.assembly.assemble import (
     recall_for_tool,
     retrieval_deadline,
 )
+from services.assembly.envelopes import ENVELOPES, EnvelopeCache
 from services.assembly.ports import AssemblyBackend
 from services.assembly.profile import ProfileCache
 from services.assembly.summaries import SummarySource
 from services.assembly.token_counts import TokenCountCache
 from shared.config import Settings
 from shared.domain.identity import request_identity
-from shared.domain.messages import MAX_TEXT_CHARS, validate_messages
+from shared.domain.memory_changes import MemoryChanges
+from shared.domain.messages import MAX_TEXT_CHARS, ValidatedMessages, validate_messages
 from shared.errors import FailedPrecondition, InvalidArgument
 from shared.telemetry import attributes as attr
 from shared.telemetry.metrics import record_assembled_tokens, record_recall_hits
 
 MAX_RECALL_LIMIT = 100
+VALIDATED_MESSAGES = 100_000
+"""Messages whose validation a replica remembers (~100 B each)."""
 
 Context = aio.ServicerContext[Any, Any]
 
 
 class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
-    def __init__(self, settings: Settings, backend: AssemblyBackend, summaries: SummarySource) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        backend: AssemblyBackend,
+        summaries: SummarySource,
+        memory_changes: MemoryChanges | None = None,
+    ) -> None:
         self._settings = settings
         self._backend = backend
         self._summaries = summaries
         self._token_counts = TokenCountCache()
+        self._validated = ValidatedMessages(VALIDATED_MESSAGES)
+        self._envelopes = EnvelopeCache(ENVELOPES)
         self._profiles = ProfileCache()
+        if memory_changes is not None:
+            memory_changes.subscribe(self._profiles.invalidate)
 
     def _deadline(self, context: Context) -> float:
         return retrieval_deadline(
@@ -54,13 +68,16 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
             raise InvalidArgument("token_budget", "must be >= 0 (0 means the configured default)")
         if len(request.prompt) > MAX_TEXT_CHARS:
             raise InvalidArgument("prompt", f"is longer than {MAX_TEXT_CHARS} characters")
-        validate_messages(request.messages)
+        messages = list(request.messages)
+        shapes = validate_messages(messages, validated=self._validated)
         result = await assemble_context(
             self._backend,
             self._summaries,
             self._settings,
             identity,
-            request.messages,
+            messages,
+            shapes=shapes,
+            envelopes=self._envelopes,
             token_budget=request.token_budget,
             model=request.model,
             prompt=request.prompt,

@@ -2,44 +2,28 @@
 
 from __future__ import annotations
 
-import hashlib
-from collections import OrderedDict
 from collections.abc import Sequence
 
 from contextengine.v1 import common_pb2
 
 from shared.domain.messages import image_count, message_texts
+from shared.sized_cache import MessageKey, SizedCache, message_key
 from shared.tokens import TokenCounter
 
 IMAGE_TOKENS = 85
 """Tokens charged per image block (a low-detail image; the engine never sees the pixels)."""
 
 
-def _digest(message: common_pb2.ConversationMessage) -> bytes:
-    return hashlib.blake2b(message.SerializeToString(deterministic=True), digest_size=16).digest()
+TOKEN_COUNTS = 100_000
+"""Messages whose token count a replica remembers, per encoding."""
 
 
-class TokenCountCache:
-    """Token counts of messages seen by earlier calls, by content. Hosts resend the whole
-    transcript on every call, so after the first call only new messages are tokenized."""
+class TokenCountCache(SizedCache[tuple[str, MessageKey], int]):
+    """Token counts of messages seen by earlier calls, by encoding and content. Hosts resend the
+    whole transcript on every call, so after the first call only new messages are tokenized."""
 
-    def __init__(self, capacity: int = 100_000) -> None:
-        self._capacity = capacity
-        self._counts: OrderedDict[tuple[str, bytes], int] = OrderedDict()
-
-    def __len__(self) -> int:
-        return len(self._counts)
-
-    def get(self, key: tuple[str, bytes]) -> int | None:
-        tokens = self._counts.get(key)
-        if tokens is not None:
-            self._counts.move_to_end(key)
-        return tokens
-
-    def put(self, key: tuple[str, bytes], tokens: int) -> None:
-        self._counts[key] = tokens
-        if len(self._counts) > self._capacity:
-            self._counts.popitem(last=False)
+    def __init__(self, capacity: int = TOKEN_COUNTS) -> None:
+        super().__init__(capacity)
 
 
 class MessageTokens:
@@ -55,7 +39,7 @@ class MessageTokens:
         hit = self._cache.get(id(message))
         if hit is not None and hit[0] is message:
             return hit[1]
-        key = (self.counter.encoding_name, _digest(message))
+        key = (self.counter.encoding_name, message_key(message))
         tokens = self._shared.get(key) if self._shared is not None else None
         if tokens is None:
             tokens = self.counter.count_message(message_texts(message)) + IMAGE_TOKENS * image_count(message)

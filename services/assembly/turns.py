@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from contextengine.v1 import common_pb2
 
-from shared.domain.messages import tool_call_ids, tool_result_call_id
+from shared.domain.messages import MessageShape, tool_call_ids, tool_result_call_id
 
 
 @dataclass(frozen=True)
@@ -17,23 +17,30 @@ class Turn:
     messages: tuple[common_pb2.ConversationMessage, ...]
 
 
-def split_turns(messages: Sequence[common_pb2.ConversationMessage]) -> list[Turn]:
+def _shape(message: common_pb2.ConversationMessage) -> tuple[int, Sequence[str], str]:
+    return message.role, tool_call_ids(message), tool_result_call_id(message)
+
+
+def split_turns(
+    messages: Sequence[common_pb2.ConversationMessage], shapes: Sequence[MessageShape] | None = None
+) -> list[Turn]:
     """Turns: each USER message starts one; messages before the first user message form one.
 
     A tool result whose call sits in an earlier turn merges the turns in between, so a call
-    and its result always land in the same turn.
+    and its result always land in the same turn. `shapes` (from validation) saves reading the
+    messages again.
     """
     if not messages:
         return []
+    views = [(s.role, s.call_ids, s.answers) for s in shapes] if shapes is not None else map(_shape, messages)
     bounds: list[int] = []
     call_turn: dict[str, int] = {}
-    for index, message in enumerate(messages):
-        if not bounds or message.role == common_pb2.MESSAGE_ROLE_USER:
+    for index, (role, call_ids, answered) in enumerate(views):
+        if not bounds or role == common_pb2.MESSAGE_ROLE_USER:
             bounds.append(index)
         turn = len(bounds) - 1
-        for call_id in tool_call_ids(message):
+        for call_id in call_ids:
             call_turn[call_id] = turn
-        answered = tool_result_call_id(message)
         if answered in call_turn and call_turn[answered] < turn:
             first = call_turn[answered]
             del bounds[first + 1 :]

@@ -43,7 +43,7 @@ def build_capture_service(context: ServiceContext) -> ServiceSpec:
         capture_max_length=settings.capture_max_length,
         index=TurnIndexWriter(context.openviking),
     )
-    servicer = CaptureServicer(settings, context.openviking, turns)
+    servicer = CaptureServicer(settings, context.openviking, turns, context.in_process.memory_changes)
 
     def register(server: aio.Server) -> None:
         capture_pb2_grpc.add_CaptureServiceServicer_to_server(servicer, server)

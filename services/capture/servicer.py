@@ -9,6 +9,7 @@ from services.capture import memories
 from services.capture.turns import FencedTurn, TurnCapture, TurnOutcome
 from shared.config import Settings
 from shared.domain.identity import request_identity
+from shared.domain.memory_changes import MemoryChanges
 from shared.domain.messages import MAX_ID_CHARS, validate_json_object, validate_messages
 from shared.errors import InvalidArgument
 from shared.openviking.client import OpenVikingClient
@@ -36,10 +37,17 @@ def _record_turn_attributes(outcome: TurnOutcome, token_budget: int) -> None:
 
 
 class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
-    def __init__(self, settings: Settings, openviking: OpenVikingClient, turns: TurnCapture) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        openviking: OpenVikingClient,
+        turns: TurnCapture,
+        memory_changes: MemoryChanges | None = None,
+    ) -> None:
         self._settings = settings
         self._ov = openviking
         self._turns = turns
+        self._memory_changes = memory_changes or MemoryChanges()
 
     async def AfterTurn(  # noqa: N802 - gRPC method name
         self, request: capture_pb2.AfterTurnRequest, context: aio.ServicerContext[object, object]
@@ -152,6 +160,7 @@ class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
         identity = request_identity(request.identity, self._settings, session_required=False)
         memory = memories.check_store_request(request.text, request.category, request.scope)
         stored = await memories.store_memory(self._ov, identity, memory, deadline=call_deadline(context))
+        self._memory_changes.changed(identity.tenant)
         return capture_pb2.StoreMemoryResponse(uri=stored.uri, created=stored.created)
 
     async def ForgetMemory(  # noqa: N802
@@ -166,6 +175,8 @@ class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
             outcome = await memories.forget_by_query(self._ov, identity, request.query, deadline=deadline)
         else:
             raise InvalidArgument("target", "set uri or query")
+        if outcome.deleted_uris:
+            self._memory_changes.changed(identity.tenant)
         return capture_pb2.ForgetMemoryResponse(
             deleted_uris=outcome.deleted_uris, candidates=outcome.candidates
         )

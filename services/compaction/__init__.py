@@ -26,6 +26,7 @@ def build_compaction_service(
         enable_working_memory=enable_working_memory,
         phase2_wait_seconds=settings.compact_task_timeout_ms / 1000.0 * PHASE2_WAIT_FACTOR,
         shutdown_wait_seconds=settings.shutdown_grace_seconds / 2,
+        memory_changes=context.in_process.memory_changes,
     )
     context.in_process.own_hand_offs = worker.own_stream
     compactor = Compactor(settings, context.openviking, worker)

@@ -44,6 +44,7 @@ from shared.domain.checkpoints import (
 )
 from shared.domain.documents import DocumentStore
 from shared.domain.identity import RequestIdentity
+from shared.domain.memory_changes import MemoryChanges
 from shared.domain.stream_state import InflightCompaction, StreamState, StreamStateStore
 from shared.domain.turn_index_writer import TurnIndexWriter
 from shared.errors import Aborted, BackendError, BackendNotFound, BackendTimeout, BackendUnavailable
@@ -93,8 +94,10 @@ class CompactionWorker:
         enable_working_memory: bool | None,
         phase2_wait_seconds: float,
         shutdown_wait_seconds: float = 5.0,
+        memory_changes: MemoryChanges | None = None,
     ) -> None:
         self._ov = openviking
+        self._memory_changes = memory_changes or MemoryChanges()
         self._shutdown_wait = shutdown_wait_seconds
         self._committed: dict[str, asyncio.Event] = {}
         self._working_memory = enable_working_memory
@@ -271,9 +274,13 @@ class CompactionWorker:
             committed = await self._commit(identity, record)
             if committed is None or committed.is_terminal:
                 return True
+            self._memory_changes.changed(tenant)
         self._committed.get(checkpoint_id, asyncio.Event()).set()
         final = await finalise(self._ov, tenant, checkpoint_id)
-        return final is None or final.is_terminal
+        done = final is None or final.is_terminal
+        if done:
+            self._memory_changes.changed(tenant)  # phase 2 may have extracted memories
+        return done
 
     async def _commit(self, identity: RequestIdentity, record: CheckpointRecord) -> CheckpointRecord | None:
         """Commit the hand-off's session (or record the commit OpenViking already made)."""

@@ -7,12 +7,14 @@ offending field as a dotted path, e.g. `messages[3].content[0].tool_result.tool_
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from contextengine.v1 import common_pb2
 
 from shared.domain.identity import check_free_text_id
 from shared.domain.json_text import check_json_text
 from shared.errors import InvalidArgument
+from shared.sized_cache import MessageKey, SizedCache, message_key
 
 MAX_MESSAGES = 20_000
 """Most messages one request may carry."""
@@ -63,27 +65,71 @@ def _check_plain_block(block: common_pb2.ContentBlock, field: str) -> None:
         raise InvalidArgument(field, f"{kind} is not allowed inside a tool result")
 
 
-def validate_messages(messages: Sequence[common_pb2.ConversationMessage], field: str = "messages") -> None:
-    """Raise `InvalidArgument` naming the first malformed message field.
+@dataclass(frozen=True, slots=True)
+class MessageShape:
+    """What the engine needs from a valid message beyond its text: the tool calls it makes and the
+    tool call it answers. Depends on the message's content only, so it is cached by content."""
+
+    key: MessageKey
+    role: common_pb2.MessageRole.ValueType
+    call_ids: tuple[str, ...]
+    answers: str
+    """The tool_call_id a TOOL_RESULT message answers ("" for other messages)."""
+
+
+ValidatedMessages = SizedCache[MessageKey, MessageShape]
+"""Shapes of messages already validated, by content (a host resends its whole transcript)."""
+
+
+def validate_messages(
+    messages: Sequence[common_pb2.ConversationMessage],
+    field: str = "messages",
+    *,
+    validated: ValidatedMessages | None = None,
+) -> list[MessageShape]:
+    """Each message's shape; raise `InvalidArgument` naming the first malformed message field.
 
     Rules: a known role; every content block set; tool calls only in assistant messages, with
     an id and a name; a TOOL_RESULT message holds exactly one tool_result block whose
     tool_call_id matches an earlier assistant tool call; JSON fields parse; sizes bounded.
+    A message found in `validated` (same content, checked by an earlier call) is not checked
+    again; only its place in this transcript (the call it answers came earlier) is.
     """
     if len(messages) > MAX_MESSAGES:
         raise InvalidArgument(field, f"has more than {MAX_MESSAGES} messages")
     seen_calls: set[str] = set()
+    shapes: list[MessageShape] = []
     for i, message in enumerate(messages):
-        at = f"{field}[{i}]"
-        if message.role not in _ROLES:
-            raise InvalidArgument(f"{at}.role", "must be USER, ASSISTANT, TOOL_RESULT or SYSTEM")
-        check_free_text_id(message.id, f"{at}.id", max_chars=MAX_ID_CHARS)
-        _check_json(message.host_fields, f"{at}.host_fields.json", require_object=True)
-        if message.role == common_pb2.MESSAGE_ROLE_TOOL_RESULT:
-            _validate_tool_result_message(message, at, seen_calls)
-            continue
-        for j, block in enumerate(message.content):
-            _validate_block(block, message.role, f"{at}.content[{j}]", seen_calls)
+        key = message_key(message)
+        shape = validated.get(key) if validated is not None else None
+        if shape is None:
+            shape = _validate_message(message, key, f"{field}[{i}]", seen_calls)
+            if validated is not None:
+                validated.put(key, shape)
+        elif shape.answers and shape.answers not in seen_calls:
+            raise InvalidArgument(
+                f"{field}[{i}].content[0].tool_result.tool_call_id",
+                "does not match an earlier assistant tool call",
+            )
+        seen_calls.update(shape.call_ids)
+        shapes.append(shape)
+    return shapes
+
+
+def _validate_message(
+    message: common_pb2.ConversationMessage, key: MessageKey, at: str, seen_calls: set[str]
+) -> MessageShape:
+    if message.role not in _ROLES:
+        raise InvalidArgument(f"{at}.role", "must be USER, ASSISTANT, TOOL_RESULT or SYSTEM")
+    check_free_text_id(message.id, f"{at}.id", max_chars=MAX_ID_CHARS)
+    _check_json(message.host_fields, f"{at}.host_fields.json", require_object=True)
+    if message.role == common_pb2.MESSAGE_ROLE_TOOL_RESULT:
+        answers = _validate_tool_result_message(message, at, seen_calls)
+        return MessageShape(key, message.role, (), answers)
+    calls: set[str] = set()
+    for j, block in enumerate(message.content):
+        _validate_block(block, message.role, f"{at}.content[{j}]", calls)
+    return MessageShape(key, message.role, tuple(tool_call_ids(message)), "")
 
 
 def _validate_block(
@@ -113,7 +159,7 @@ def _validate_block(
 
 def _validate_tool_result_message(
     message: common_pb2.ConversationMessage, at: str, seen_calls: set[str]
-) -> None:
+) -> str:
     results = [j for j, block in enumerate(message.content) if block.WhichOneof("block") == "tool_result"]
     if len(message.content) != 1 or len(results) != 1:
         raise InvalidArgument(
@@ -129,6 +175,7 @@ def _validate_tool_result_message(
     _check_json(result.details, f"{where}.details.json")
     for k, block in enumerate(result.content):
         _check_plain_block(block, f"{where}.content[{k}]")
+    return result.tool_call_id
 
 
 def message_texts(message: common_pb2.ConversationMessage) -> list[str]:

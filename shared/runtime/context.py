@@ -10,6 +10,7 @@ from grpc import aio
 
 from shared.config import Settings
 from shared.domain.identity import RequestIdentity
+from shared.domain.memory_changes import MemoryChanges
 from shared.openviking.auth import ApiKeyAuth, AuthStrategy, DevAuth, TrustedAuth
 from shared.openviking.client import OpenVikingClient, TransportFactory
 from shared.openviking.keys import ProvisioningUserKeys
@@ -24,6 +25,8 @@ class InProcess:
 
     own_hand_offs: Callable[[RequestIdentity], Awaitable[object]] | None = None
     """CompactionService's worker: own the compactions handed off on a stream."""
+    memory_changes: MemoryChanges = field(default_factory=MemoryChanges)
+    """Capture and compaction announce changed memories; assembly drops cached profiles."""
 
 
 @dataclass(frozen=True)

@@ -45,3 +45,26 @@ async def test_degraded_profiles_are_not_kept() -> None:
     await cache.get(load, KEY)
     await cache.get(load, KEY)
     assert len(loads) == 2
+
+
+async def test_invalidate_drops_only_that_tenant_and_a_racing_load_is_not_kept() -> None:
+    cache = ProfileCache(ttl=30.0, clock=Clock())
+    bob = (Tenant("acct", "bob"), "main", 1000, 500)
+    loads: list[str] = []
+
+    async def load() -> StableProfile:
+        loads.append("load")
+        return StableProfile(blocks=[f"version {len(loads)}"])
+
+    async def load_then_change() -> StableProfile:
+        profile = await load()
+        cache.invalidate(KEY[0])  # a StoreMemory lands while this load is in flight
+        return profile
+
+    await cache.get(load, KEY)
+    await cache.get(load, bob)
+    cache.invalidate(KEY[0])
+    assert (await cache.get(load_then_change, KEY)).blocks == ["version 3"]
+    assert (await cache.get(load, KEY)).blocks == ["version 4"]  # the raced load was not kept
+    assert (await cache.get(load, KEY)).blocks == ["version 4"]
+    assert (await cache.get(load, bob)).blocks == ["version 2"]

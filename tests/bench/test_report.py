@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from tests.bench.run import early_late, memory_texts, shortened
+from typing import Any
+
+from tests.bench.phases.assembly import memory_texts
+from tests.bench.phases.growth import early_late, shortened
+from tests.bench.report.targets import issue_targets, targets_table
 from tests.bench.traces import SERVER_KIND, SpanRecord, client_spans
 from tests.bench.workload import generate
 
@@ -43,3 +47,33 @@ def test_client_spans_by_route_inside_the_window() -> None:
     rpcs, routes = client_spans(spans, "Compact", 0, 1000)
     assert rpcs == 1
     assert routes == {"POST /api/v1/sessions/{id}/commit": [0.0003], "GET /api/v1/tasks/{id}": [0.0001]}
+
+
+def test_targets_compare_with_the_same_run_and_say_what_is_not_measured() -> None:
+    def assemble_vs_find(level: int, assemble: float, find: float) -> dict[str, Any]:
+        ops = {"Assemble": {"p50_ms": assemble}, "ov.find(same query)": {"p50_ms": find}}
+        return {"concurrency": level, "ops": ops}
+
+    report = {
+        "assembly": {"levels": [assemble_vs_find(1, 65.0, 50.0), assemble_vs_find(8, 400.0, 200.0)]},
+        "concurrency": [
+            {"concurrency": 1, "ops": {"AfterTurn": {"p50_ms": 30.0}}},
+            {"concurrency": 8, "turns_per_s": 8.0},
+        ],
+        "openviking_raw": [
+            {"concurrency": 1, "ops": {"ov.add_messages_batch": {"p50_ms": 20.0}}},
+            {"concurrency": 8, "turns_per_s": 10.0},
+        ],
+        "wrapped": [{"phase": "assembly@1", "method": "Assemble", "engine_own_p50_ms": 12.0}],
+    }
+    targets = issue_targets(report)
+    assert [(t.ratio, t.met) for t in targets] == [
+        (1.3, True),
+        (2.0, False),
+        (1.5, True),
+        (None, None),  # CommitTurn: not in this report
+        (1.2, False),  # 12 ms against the 10 ms limit
+        (0.8, True),
+    ]
+    assert (targets[0].measured, targets[0].baseline) == (65.0, 50.0)
+    assert "not measured" in "\n".join(targets_table(report))

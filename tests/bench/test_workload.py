@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from shared.tokens import TokenCounter
-from tests.bench.run import percentile, truncate_newest_first
+from tests.bench.common import percentile, truncate_newest_first
 from tests.bench.workload import generate
 
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from shared.localstack.openviking_config import LlmSettings
 from shared.localstack.stack import LocalStack, StackSettings
+from tests.bench.engine import start_engine, stop_engine
 from tests.bench.recall.dataset import UserHistory
 from tests.bench.recall.replay import Answer, ReplayStats, connect, run_user
-from tests.bench.run import start_engine, stop_engine
 from tests.support.standin_llm import MODEL_ID, StandinLlm
 
 VARIANT = "engine + stand-in LLM"

@@ -25,8 +25,8 @@ from contextengine.v1 import (
 )
 
 from shared.domain.conversation import text_message
+from tests.bench.engine import EngineProcess
 from tests.bench.recall.dataset import Question, SessionScript, UserHistory
-from tests.bench.run import EngineProcess
 
 ACCOUNT = "bench-recall"
 AGENT = "main"

@@ -29,6 +29,7 @@ from contextengine.v1 import assembly_pb2_grpc
 
 from shared.localstack.stack import LocalStack, StackSettings
 from shared.tokens import TokenCounter
+from tests.bench.engine import start_engine, stop_engine
 from tests.bench.recall.baselines import Bm25Baseline, RawMessage, newest_first, raw_messages
 from tests.bench.recall.dataset import KINDS, Question, UserHistory, generate
 from tests.bench.recall.llm_variant import llm_answers, llm_openviking
@@ -43,7 +44,6 @@ from tests.bench.recall.replay import (
     gather_bounded,
     run_user,
 )
-from tests.bench.run import start_engine, stop_engine
 
 BUDGETS = (1000, 2000, 4000, 8000)
 DEFAULT_VARIANT = "engine"

@@ -1,0 +1,254 @@
+# ruff: noqa: PLR0917
+"""Replayed traffic: StoreMemory of planted facts, the workload at several concurrencies (Assemble
+then AfterTurn per turn) and the same traffic shape straight against OpenViking."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from contextengine.v1 import (
+    assembly_pb2,
+    capture_pb2,
+    common_pb2,
+)
+
+from shared.tokens import TokenCounter
+from tests.bench.common import (
+    AGENT,
+    MODEL,
+    Recorder,
+    Stubs,
+    identity,
+    message_texts,
+    ov_call,
+    ov_message_body,
+    percentile,
+    rounded,
+    run_pool,
+    turn_messages,
+    turn_plain_messages,
+)
+from tests.bench.workload import Session, Workload
+
+
+@dataclass
+class TokenStats:
+    assembled: list[int] = field(default_factory=list)
+    transcript: list[int] = field(default_factory=list)
+
+    def summary(self, budget: int) -> dict[str, Any]:
+        if not self.assembled:
+            return {}
+        over = [(a, t) for a, t in zip(self.assembled, self.transcript, strict=True) if t > budget]
+        ratios = [a / t for a, t in zip(self.assembled, self.transcript, strict=True) if t]
+        return {
+            "turns": len(self.assembled),
+            "assembled_tokens_mean": rounded(sum(self.assembled) / len(self.assembled), 1),
+            "assembled_tokens_p95": rounded(percentile([float(a) for a in self.assembled], 95), 1),
+            "transcript_tokens_mean": rounded(sum(self.transcript) / len(self.transcript), 1),
+            "transcript_tokens_max": max(self.transcript),
+            "assembled_over_transcript_mean": rounded(sum(ratios) / len(ratios), 3) if ratios else None,
+            "turns_transcript_over_budget": len(over),
+            "over_budget_assembled_tokens_mean": rounded(sum(a for a, _ in over) / len(over), 1)
+            if over
+            else None,
+            "over_budget_transcript_tokens_mean": rounded(sum(t for _, t in over) / len(over), 1)
+            if over
+            else None,
+        }
+
+
+async def replay_session(
+    stubs: Stubs,
+    session: Session,
+    session_id: str,
+    budget: int,
+    rec: Recorder,
+    counter: TokenCounter,
+    tokens: TokenStats | None,
+    rpc_timeout: float,
+    stop_at: float,
+) -> int:
+    ident = identity(session.user_id, session_id)
+    transcript: list[common_pb2.ConversationMessage] = []
+    transcript_tokens = 0
+    done = 0
+    for turn in session.turns:
+        if time.monotonic() > stop_at:
+            break
+        before = len(transcript)
+        user, rest = turn_messages(turn, session_id)
+        transcript.append(user)
+        transcript_tokens += counter.count_message(message_texts(user))
+        assembled = await rec.time(
+            "Assemble",
+            stubs.assembly.Assemble(
+                assembly_pb2.AssembleRequest(
+                    identity=ident, messages=transcript, token_budget=budget, model=MODEL, prompt=turn.user
+                ),
+                timeout=rpc_timeout,
+            ),
+        )
+        if assembled is not None and tokens is not None:
+            own = sum(counter.count_message(message_texts(m)) for m in assembled.messages)
+            own += counter.count(assembled.system_prompt_addition)
+            tokens.assembled.append(own)
+            tokens.transcript.append(transcript_tokens)
+        transcript.extend(rest)
+        transcript_tokens += sum(counter.count_message(message_texts(m)) for m in rest)
+        await rec.time(
+            "AfterTurn",
+            stubs.capture.AfterTurn(
+                capture_pb2.AfterTurnRequest(
+                    identity=ident,
+                    messages=transcript,
+                    pre_prompt_message_count=before,
+                    token_budget=budget,
+                    model=MODEL,
+                ),
+                timeout=rpc_timeout,
+            ),
+        )
+        done += 1
+    return done
+
+
+async def phase_concurrency(
+    stubs: Stubs, workload: Workload, level: int, args: argparse.Namespace, counter: TokenCounter
+) -> tuple[dict[str, Any], TokenStats]:
+    rec = Recorder()
+    tokens = TokenStats()
+    stop_at = time.monotonic() + args.level_seconds
+
+    async def worker(session: Session) -> int:
+        return await replay_session(
+            stubs,
+            session,
+            f"c{level}-{session.session_id}",
+            args.budget,
+            rec,
+            counter,
+            tokens,
+            args.rpc_timeout,
+            stop_at,
+        )
+
+    turns, wall = await run_pool(workload.sessions, level, worker)
+    rpcs = sum(len(v) for v in rec.latencies.values())
+    result = {
+        "concurrency": level,
+        "turns": turns,
+        "wall_s": rounded(wall),
+        "turns_per_s": rounded(turns / wall if wall else 0.0),
+        "rpcs_per_s": rounded(rpcs / wall if wall else 0.0),
+        "capped": time.monotonic() > stop_at,
+        "ops": rec.summary(),
+        "tokens": tokens.summary(args.budget),
+    }
+    return result, tokens
+
+
+async def phase_openviking_raw(
+    http: httpx.AsyncClient, workload: Workload, level: int, args: argparse.Namespace
+) -> dict[str, Any]:
+    """The OpenViking calls behind a turn, made directly: what OpenViking alone costs."""
+    rec = Recorder()
+    stop_at = time.monotonic() + args.level_seconds / 3
+
+    async def worker(session: Session) -> int:
+        session_id = f"raw{level}-{session.session_id}"
+        user = session.user_id
+        done = 0
+        for turn in session.turns:
+            if time.monotonic() > stop_at:
+                break
+            texts = turn_plain_messages(turn)
+            query = turn.user[:400]
+            start = time.perf_counter()
+            await asyncio.gather(
+                rec.time(
+                    "ov.find",
+                    ov_call(
+                        http,
+                        "POST",
+                        "/api/v1/search/find",
+                        user,
+                        json={
+                            "query": query,
+                            "target_uri": "viking://~/memories",
+                            "limit": 12,
+                            "score_threshold": 0.0,
+                        },
+                    ),
+                ),
+                rec.time(
+                    "ov.find",
+                    ov_call(
+                        http,
+                        "POST",
+                        "/api/v1/search/find",
+                        user,
+                        json={
+                            "query": query,
+                            "target_uri": "viking://~/memories",
+                            "limit": 12,
+                            "score_threshold": 0.0,
+                            "tags": [f"agent={AGENT}"],
+                        },
+                    ),
+                ),
+                rec.time(
+                    "ov.session_context",
+                    ov_call(
+                        http,
+                        "GET",
+                        f"/api/v1/sessions/{session_id}/context",
+                        user,
+                        params={"token_budget": args.budget},
+                    ),
+                ),
+            )
+            rec.latencies["ov.assemble_equivalent"].append((time.perf_counter() - start) * 1000.0)
+            roles = ["user"] + ["assistant"] * (len(texts) - 1)
+            await rec.time(
+                "ov.add_messages_batch",
+                ov_call(
+                    http,
+                    "POST",
+                    f"/api/v1/sessions/{session_id}/messages/batch",
+                    user,
+                    json={"messages": [ov_message_body(r, t) for r, t in zip(roles, texts, strict=True)]},
+                ),
+            )
+            done += 1
+        return done
+
+    turns, wall = await run_pool(workload.sessions, level, worker)
+    return {
+        "concurrency": level,
+        "turns": turns,
+        "wall_s": rounded(wall),
+        "turns_per_s": rounded(turns / wall if wall else 0.0),
+        "ops": rec.summary(),
+    }
+
+
+async def store_facts(stubs: Stubs, workload: Workload, args: argparse.Namespace) -> dict[str, Any]:
+    rec = Recorder()
+    for fact in workload.facts:
+        if fact.stored:
+            await rec.time(
+                "StoreMemory",
+                stubs.capture.StoreMemory(
+                    capture_pb2.StoreMemoryRequest(
+                        identity=identity(fact.user_id, f"c1-{fact.session_id}"), text=fact.memory_text
+                    ),
+                    timeout=args.rpc_timeout,
+                ),
+            )
+    return {"ops": rec.summary()}
