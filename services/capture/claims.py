@@ -54,17 +54,25 @@ def is_stale(claim: PendingWrite, now: datetime) -> bool:
 
 
 def claimer(
-    planner: Planner, now: datetime, made: list[tuple[PendingWrite, ClaimPlan]]
+    planner: Planner,
+    now: datetime,
+    made: list[tuple[PendingWrite, ClaimPlan]],
+    fold: Callable[[StreamState], bool],
 ) -> Callable[[StreamState], StreamState | None]:
-    """The CAS mutation that claims the next range (recording it in `made`) unless one is held."""
+    """The CAS mutation that claims the next range (recording it in `made`) unless one is held.
+
+    `fold` first applies a release this replica owes on the stream (its landed claim is then no
+    longer held): releasing it and claiming the next range take one write.
+    """
 
     def claim(current: StreamState) -> StreamState | None:
         made.clear()
+        folded = fold(current)
         if current.pending_write is not None:
             return None
         plan = planner(current)
         if plan is None or plan.start > plan.end:
-            return None
+            return current if folded else None
         pending = PendingWrite(
             start_sequence=plan.start,
             end_sequence=plan.end,

@@ -41,6 +41,7 @@ from tests.capture.conftest import CaptureStack, new_identity, parsed, stream_st
 from tests.capture.messages import conversation
 from tests.capture.test_capture_service import after_turn
 from tests.support.delay_proxy import DelayProxy
+from tests.support.settled import settled_stream_state
 from tests.support.stack import OpenVikingEndpoint
 from tests.support.stored import stored_turn_ids
 
@@ -139,7 +140,7 @@ async def test_2_3_dead_claim_repaired_after_a_compaction_archived_its_session(
         compaction_pb2.CompactRequest(identity=identity, force=True), timeout=120
     )
     assert compacted.compacted == appended, compacted.reason
-    state = await stream_state(host.openviking, identity)
+    state = await stream_state(host.openviking, identity, settled=False)
     assert state.pending_write is not None  # still the dead replica's claim
     response = await host.stub.AfterTurn(after_turn(identity, transcript, len(transcript) - 2), timeout=60)
     assert response.persisted_count == (0 if appended else len(transcript))
@@ -176,8 +177,8 @@ async def test_4_append_landing_after_the_repair_is_recognised_by_turn_id(
             result = await healthy.write(identity, plan, COUNTER)  # type: ignore[arg-type]
             assert [c.sequence for c in result.persisted] == list(range(len(transcript)))
             await assert_once_in_order(ov, identity_msg, len(transcript))
-            final = await states.load(identity)
-            assert final is not None and final.unsettled == [] and final.turns_since_compaction == 3
+            final = await settled_stream_state(states, identity)
+            assert final.unsettled == [] and final.turns_since_compaction == 3
 
 
 async def test_5_concurrent_and_duplicated_deliveries_over_two_replicas(capture_stack: CaptureStack) -> None:
