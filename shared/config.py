@@ -15,9 +15,24 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from shared.errors import ConfigurationError
+from shared.openviking.shards import (
+    Shard,
+    ShardMap,
+    parse_pin_list,
+    parse_shard_list,
+    shard_map_problems,
+)
 
 CONFIG_PATH_ENV = "CONTEXT_ENGINE_CONFIG"
 ENGINE_PLUGIN_IDS = ("viking-context-engine", "openviking")
@@ -66,6 +81,12 @@ class Settings(BaseModel):
     """Local mode: OpenViking's port."""
     base_url: str = Field(default="http://127.0.0.1:1933", alias="baseUrl", pattern=r"^https?://\S+$")
     """OpenViking's base URL."""
+    openviking_shards: dict[str, str] = Field(default_factory=dict, alias="openvikingShards")
+    """Several OpenViking servers, `{name: url}` (env: `name=url,name=url`); each tenant lives on
+    one (`shared.openviking.shards`). Empty (default) = the one server at `baseUrl`."""
+    openviking_shard_pins: dict[str, str] = Field(default_factory=dict, alias="openvikingShardPins")
+    """`{"<account>/<user>": shard}` (env: `account/user=shard,...`): overrides the hash, e.g.
+    to keep existing tenants where they are when a shard is added."""
     api_key: SecretStr | None = Field(default=None, alias="apiKey")
     """Root key (trusted / api_key modes) for OpenViking."""
     agent_id: str = Field(default="default", alias="agentId", pattern=r"^[A-Za-z0-9_.@-]{1,64}$")
@@ -125,6 +146,42 @@ class Settings(BaseModel):
     shutdown_grace_seconds: float = Field(default=20.0, alias="shutdownGraceSeconds", ge=0, le=600)
     max_connection_age_seconds: int = Field(default=300, alias="maxConnectionAgeSeconds", ge=1)
     max_message_bytes: int = Field(default=16 * 1024 * 1024, alias="maxMessageBytes", ge=1024)
+
+    @field_validator("openviking_shards", mode="before")
+    @classmethod
+    def _shards_from_text(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        shards = parse_shard_list(value)
+        names = [shard.name for shard in shards]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ValueError(f"shard {', '.join(twice)}: listed twice")
+        return {shard.name: shard.base_url for shard in shards}
+
+    @field_validator("openviking_shard_pins", mode="before")
+    @classmethod
+    def _pins_from_text(cls, value: Any) -> Any:
+        return parse_pin_list(value) if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _shards_are_consistent(self) -> Settings:
+        if self.openviking_shard_pins and not self.openviking_shards:
+            raise ValueError("openvikingShardPins: needs openvikingShards")
+        problems = shard_map_problems(
+            [Shard(name, url) for name, url in self.openviking_shards.items()], self.openviking_shard_pins
+        )
+        if self.openviking_shards and problems:
+            raise ValueError("openvikingShards: " + "; ".join(problems))
+        return self
+
+    @property
+    def openviking_shard_map(self) -> ShardMap:
+        """Where each tenant's OpenViking is: the shards, or the one server at `baseUrl`."""
+        if not self.openviking_shards:
+            return ShardMap.single(self.base_url)
+        shards = tuple(Shard(name, url) for name, url in self.openviking_shards.items())
+        return ShardMap(shards, self.openviking_shard_pins)
 
     @model_validator(mode="after")
     def _remote_needs_url(self) -> Settings:

@@ -3,7 +3,9 @@
 * ``embeddings``: one embedding server shared by every OpenViking below;
 * ``openviking``: OpenViking without an LLM (memory extraction off);
 * ``openviking_llm``: a second OpenViking wired to the stand-in LLM (extraction on);
-* ``standin_llm``: that stand-in (flip ``.fail`` for failure tests, but set it back).
+* ``standin_llm``: that stand-in (flip ``.fail`` for failure tests, but set it back);
+* ``openviking_shards``: two more OpenViking servers, shards ``ov-0`` and ``ov-1``, per module
+  (a test may stop one).
 
 Runtimes are provisioned into ``<repo>/.stack/venvs`` (or ``$CONTEXT_ENGINE_STACK_DIR/venvs``)
 before the first test runs, and only when a selected test needs the stack. Set
@@ -25,12 +27,20 @@ from shared.localstack.pins import EMBEDDING_DIMENSION, EMBEDDING_MODEL_NAME
 from shared.localstack.processes import ManagedProcess, free_port
 from shared.localstack.runtimes import EMBEDDINGS_RUNTIME, OPENVIKING_RUNTIME, provision
 from shared.localstack.stack import LocalStack, StackSettings
+from tests.support.shards import OpenVikingShards, running_shards
 from tests.support.stack import EmbeddingsEndpoint, OpenVikingEndpoint, OpenVikingWithLlm, RemoteOpenViking
 from tests.support.standin_llm import MODEL_ID, StandinLlm
 
 EXTERNAL_EMBEDDINGS_ENV = "CONTEXT_ENGINE_TEST_EMBEDDINGS_URL"
 STACK_FIXTURES = frozenset(
-    {"embeddings", "openviking", "openviking_llm", "openviking_api_key", "openviking_trusted"}
+    {
+        "embeddings",
+        "openviking",
+        "openviking_llm",
+        "openviking_api_key",
+        "openviking_trusted",
+        "openviking_shards",
+    }
 )
 STARTUP_TIMEOUT_SECONDS = 300.0
 
@@ -111,6 +121,19 @@ def openviking_llm(
             pid=stack.processes[-1].pid,
             llm=standin_llm,
         )
+
+
+@pytest.fixture(scope="module")
+def openviking_shards(
+    stack_layout: StackLayout, embeddings: EmbeddingsEndpoint, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[OpenVikingShards]:
+    with running_shards(
+        ("ov-0", "ov-1"),
+        layout=stack_layout,
+        embeddings_url=embeddings.base_url,
+        data_root=tmp_path_factory.mktemp("openviking-shards"),
+    ) as shards:
+        yield shards
 
 
 def _remote_openviking(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +27,9 @@ GRPC_PORT = 50051
 # Capture flushes pending sessions after draining; budget for it on top of the drain grace.
 FLUSH_BUDGET_SECONDS = 20
 HPA_WORKLOADS = ("capture", "assembly", "compaction", "embeddings")
+SHARDS_CONFIG_MAP = "openviking-shards"
+POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
+GENERATED_SHARDS = re.compile(SHARDS_CONFIG_MAP + r"(-[a-z0-9]+)?")
 WORKLOAD_KINDS = {"Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob"}
 
 Manifest = dict[str, Any]
@@ -129,8 +133,7 @@ class Checker:
         if sts is None:
             self.fail("StatefulSet/openviking is missing")
             return
-        if sts["spec"].get("replicas") != 1:
-            self.fail("StatefulSet/openviking: one server per workspace, replicas must be 1")
+        self.check_shards(sts["spec"].get("replicas"))
         if not sts["spec"].get("volumeClaimTemplates"):
             self.fail("StatefulSet/openviking: needs a PVC for its workspace")
         config_name = next(
@@ -158,6 +161,42 @@ class Checker:
         if conf.get("embedding", {}).get("dense", {}).get("dimension") != 384:
             self.fail("ov.conf: embedding dimension must be 384 (all-MiniLM-L6-v2)")
         self.checked.append(f"openviking (auth_mode={server.get('auth_mode')}, extraction={extraction})")
+
+    def check_shards(self, replicas: int | None) -> None:
+        """One shard per StatefulSet ordinal, each through its own Service; the services route by
+        the openviking-shards ConfigMap; no Service balances over several shards."""
+        config_maps = [d for d in self.docs if d["kind"] == "ConfigMap"]
+        shards_map = next((d for d in config_maps if GENERATED_SHARDS.fullmatch(d["metadata"]["name"])), None)
+        if shards_map is None:
+            self.fail(f"ConfigMap/{SHARDS_CONFIG_MAP} is missing")
+            return
+        entries = shards_map["data"].get("shards", "").split(",")
+        shards = [entry.split("=", 1) for entry in entries if entry]
+        if replicas != len(shards):
+            self.fail(f"StatefulSet/openviking: replicas {replicas} != {len(shards)} shards (one each)")
+        for ordinal, (name, url) in enumerate(shards):
+            pod = f"openviking-{ordinal}"
+            if (name, url) != (f"ov-{ordinal}", f"http://{pod}:1933"):
+                self.fail(f"shard {ordinal}: expected ov-{ordinal}=http://{pod}:1933")
+            service = self.find("Service", pod) or {}
+            if service.get("spec", {}).get("selector", {}).get(POD_NAME_LABEL) != pod:
+                self.fail(f"Service/{pod} must select pod {pod}")
+        for doc in self.docs:
+            spec = doc.get("spec", {})
+            selector = spec.get("selector", {}) if doc["kind"] == "Service" else {}
+            balances = spec.get("clusterIP") != "None" and POD_NAME_LABEL not in selector
+            if selector.get("app.kubernetes.io/name") == "openviking" and balances:
+                self.fail(f"Service/{doc['metadata']['name']} balances over every shard")
+        for name in GRPC_SERVICES:
+            deployment = self.find("Deployment", name)
+            env = env_map(deployment["spec"]["template"]["spec"]["containers"][0]) if deployment else {}
+            source = env.get("CONTEXT_ENGINE_OPENVIKING_SHARDS")
+            ref = source.get("configMapKeyRef", {}) if isinstance(source, dict) else {}
+            if ref.get("name") != shards_map["metadata"]["name"]:
+                self.fail(f"{name}: CONTEXT_ENGINE_OPENVIKING_SHARDS must come from {SHARDS_CONFIG_MAP}")
+        if self.overlay.startswith("production") and len(shards) < 2:
+            self.fail("production runs at least 2 OpenViking shards")
+        self.checked.append(f"openviking shards {[name for name, _ in shards]}")
 
     def check_network_policies(self) -> None:
         deny = self.find("NetworkPolicy", "default-deny-all")
@@ -202,6 +241,17 @@ class Checker:
         return self.errors
 
 
+def resolved(docs: list[Manifest], value: Any) -> str:
+    """An env value as the pod sees it: literal, a ConfigMap key, or a stand-in for a Secret."""
+    if isinstance(value, str):
+        return value
+    ref = value.get("configMapKeyRef")
+    if ref is None:
+        return "secret-from-kubernetes"
+    config_map = next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == ref["name"])
+    return str(config_map["data"][ref["key"]])
+
+
 def export_settings(docs: list[Manifest], directory: Path) -> None:
     """Write, per gRPC service, the engine config file and the literal CONTEXT_ENGINE_* env values
     the pod would see, so the project's own settings loader can validate them (check-k8s.sh)."""
@@ -214,7 +264,7 @@ def export_settings(docs: list[Manifest], directory: Path) -> None:
             d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"] == config_map_name
         )
         env = {
-            key: (value if isinstance(value, str) else "secret-from-kubernetes")
+            key: resolved(docs, value)
             for key, value in env_map(spec["containers"][0]).items()
             if key.startswith("CONTEXT_ENGINE_") and key != "CONTEXT_ENGINE_CONFIG"
         }

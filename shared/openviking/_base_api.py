@@ -18,9 +18,11 @@ def segment(value: str) -> str:
 
 
 class ApiBase:
-    """Holds the transport; endpoint groups are mixins over it."""
+    """Routes each call to a transport; endpoint groups are mixins over it."""
 
-    _transport: Transport
+    def _transport_for(self, tenant: Tenant | None, call: str) -> Transport:
+        """The transport of the shard `tenant` lives on (`call` names the call in errors)."""
+        raise NotImplementedError
 
     async def _request(
         self,
@@ -38,7 +40,7 @@ class ApiBase:
         ok_statuses: frozenset[int] = frozenset(),
         call_timeout: float | None = None,
     ) -> Envelope:
-        return await self._transport.request(
+        return await self._transport_for(tenant, f"{method} {path}").request(
             method,
             path,
             tenant=tenant,

@@ -58,7 +58,10 @@ class Transport:
         header_providers: Sequence[HeaderProvider] = (),
         http_transport: httpx.AsyncBaseTransport | None = None,
         rng: random.Random | None = None,
+        label: str = "OpenViking",
     ) -> None:
+        """`label` names the server in errors (`OpenViking shard ov-1` when sharded)."""
+        self._label = label
         self._auth = auth
         self._admin = admin
         self._timeouts = timeouts
@@ -190,12 +193,12 @@ class Transport:
                 )
         except (TimeoutError, httpx.TimeoutException) as exc:
             raise BackendTimeout(
-                f"{method} {path}: no answer from OpenViking within {timeout:.3f}s",
+                f"{method} {path}: no answer from {self._label} within {timeout:.3f}s",
                 code="DEADLINE_EXCEEDED",
             ) from exc
         except httpx.TransportError as exc:
             raise BackendUnavailable(
-                f"{method} {path}: OpenViking unreachable ({type(exc).__name__}: {exc})",
+                f"{method} {path}: {self._label} unreachable ({type(exc).__name__}: {exc})",
                 code="UNAVAILABLE",
             ) from exc
         if response.status_code in ok_statuses:

@@ -11,7 +11,7 @@ from grpc import aio
 from shared.config import Settings
 from shared.domain.identity import RequestIdentity
 from shared.openviking.auth import ApiKeyAuth, AuthStrategy, DevAuth, TrustedAuth
-from shared.openviking.client import OpenVikingClient
+from shared.openviking.client import OpenVikingClient, TransportFactory
 from shared.openviking.keys import ProvisioningUserKeys
 from shared.openviking.settings import CallTimeouts
 from shared.openviking.transport import HeaderProvider
@@ -49,10 +49,11 @@ def openviking_auth(settings: Settings) -> AuthStrategy:
 def build_openviking_client(
     settings: Settings,
     header_providers: Sequence[HeaderProvider] = (),
-    http_transport: httpx.AsyncBaseTransport | None = None,
+    http_transport: httpx.AsyncBaseTransport | TransportFactory | None = None,
 ) -> OpenVikingClient:
+    """The client over every configured OpenViking shard (the one `baseUrl` when unsharded)."""
     return OpenVikingClient(
-        settings.base_url,
+        settings.openviking_shard_map,
         openviking_auth(settings),
         timeouts=CallTimeouts(
             read=settings.openviking_timeout_seconds,

@@ -59,7 +59,7 @@ async def start_host(settings: Settings, service: str, port: int | None = None) 
     ensure_offline_tiktoken()
     telemetry = setup_telemetry(telemetry_service_name(service))
     openviking = build_openviking_client(
-        settings, header_providers=[trace_headers], http_transport=OpenVikingTracingTransport()
+        settings, header_providers=[trace_headers], http_transport=OpenVikingTracingTransport
     )
     host_ref: list[ServiceHost] = []
 
@@ -83,7 +83,7 @@ async def start_host(settings: Settings, service: str, port: int | None = None) 
         specs,
         closers=[openviking.aclose, telemetry.ashutdown],
         extra_interceptors=[TracingServerInterceptor()],
-        readiness=BackendReadiness(openviking.health),
+        readiness=BackendReadiness.of(openviking),
     )
     host_ref.append(host)
     await host.start(port)

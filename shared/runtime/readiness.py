@@ -3,18 +3,22 @@
 Decision: capture and compaction cannot do their job without OpenViking (every write, every
 commit goes there), so their health is NOT_SERVING while OpenViking is down or frozen - no
 answer to `GET /health` within the probe timeout for `FAILURES_BEFORE_NOT_SERVING` probes in a
-row - and SERVING again on the first answer. Assembly stays SERVING: without OpenViking it
-still answers a valid, degraded context (design §4), which is better than no answer. The
-overall ("") status only says the process is up and not draining (it is the liveness probe).
+row - and SERVING again on the first answer. With several shards, that is while every shard
+is down; each shard's own state is the health name `openviking/<shard>`. Assembly stays
+SERVING: without OpenViking it still answers a valid, degraded context (design §4), which is
+better than no answer. The overall ("") status only says the process is up and not draining
+(it is the liveness probe).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from grpc_health.v1 import health, health_pb2
+
+from shared.openviking.client import OpenVikingClient
 
 log = logging.getLogger(__name__)
 
@@ -23,28 +27,58 @@ PROBE_TIMEOUT_SECONDS = 2.0
 FAILURES_BEFORE_NOT_SERVING = 2
 
 Probe = Callable[[], Awaitable[object]]
+_STATUS = {True: health_pb2.HealthCheckResponse.SERVING, False: health_pb2.HealthCheckResponse.NOT_SERVING}
+
+
+def shard_health_name(shard: str) -> str:
+    """The gRPC health name of one OpenViking shard's reachability."""
+    return f"openviking/{shard}"
 
 
 class BackendReadiness:
-    """Probes OpenViking and sets the health of the services that depend on it."""
+    """Probes every OpenViking shard and sets the health of the services that depend on them.
+
+    Each shard has its own health name (`openviking/<shard>`), NOT_SERVING while that shard is
+    down; the dependent services are NOT_SERVING only while every shard is down (a replica still
+    serves the tenants of the shards that answer; the others get UNAVAILABLE naming the shard).
+    """
 
     def __init__(
         self,
-        probe: Probe,
+        probes: Mapping[str, Probe],
         *,
         interval: float = PROBE_INTERVAL_SECONDS,
         timeout: float = PROBE_TIMEOUT_SECONDS,
         failures_before_not_serving: int = FAILURES_BEFORE_NOT_SERVING,
     ) -> None:
-        self._probe = probe
+        """`probes` maps each shard's name to its probe (e.g. its `GET /health`)."""
+        self._probes = dict(probes)
         self._interval = interval
         self._timeout = timeout
         self._threshold = failures_before_not_serving
         self._task: asyncio.Task[None] | None = None
-        self.backend_up = True
+        self._failures = dict.fromkeys(self._probes, 0)
+        self.shard_up = dict.fromkeys(self._probes, True)
+
+    @classmethod
+    def of(
+        cls,
+        client: OpenVikingClient,
+        *,
+        interval: float = PROBE_INTERVAL_SECONDS,
+        timeout: float = PROBE_TIMEOUT_SECONDS,
+    ) -> BackendReadiness:
+        """Readiness over each shard's `GET /health`."""
+        probes = {name: shard.health for name, shard in client.shards.items()}
+        return cls(probes, interval=interval, timeout=timeout)
+
+    @property
+    def backend_up(self) -> bool:
+        """At least one shard answers."""
+        return any(self.shard_up.values())
 
     def start(self, servicer: health.aio.HealthServicer, names: Sequence[str]) -> None:
-        if names and self._task is None:
+        if self._task is None:
             self._task = asyncio.create_task(self._watch(servicer, list(names)), name="backend-readiness")
 
     async def stop(self) -> None:
@@ -53,31 +87,33 @@ class BackendReadiness:
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
 
-    async def _answers(self) -> bool:
+    async def _answers(self, probe: Probe) -> bool:
         try:
-            await asyncio.wait_for(self._probe(), self._timeout)
+            await asyncio.wait_for(probe(), self._timeout)
         except Exception:  # down, frozen, or answering garbage: not ready
             return False
         return True
 
     async def _watch(self, servicer: health.aio.HealthServicer, names: list[str]) -> None:
-        failures = 0
+        for shard in self._probes:
+            await servicer.set(shard_health_name(shard), _STATUS[True])
         while True:
-            if await self._answers():
-                failures = 0
-                up = True
-            else:
-                failures += 1
-                up = self.backend_up and failures < self._threshold
-            if up != self.backend_up:
-                self.backend_up = up
-                log.warning("OpenViking %s: %s", "answers again" if up else "is down or frozen",
+            was_up = self.backend_up
+            answers = await asyncio.gather(*(self._answers(probe) for probe in self._probes.values()))
+            for shard, answered in zip(self._probes, answers, strict=True):
+                await self._record(servicer, shard, answered)
+            if self.backend_up != was_up:
+                up = self.backend_up
+                log.warning("OpenViking %s: %s", "answers again" if up else "is down on every shard",
                             ", ".join(names) + (" SERVING" if up else " NOT_SERVING"))  # fmt: skip
-                status = (
-                    health_pb2.HealthCheckResponse.SERVING
-                    if up
-                    else health_pb2.HealthCheckResponse.NOT_SERVING
-                )
                 for name in names:
-                    await servicer.set(name, status)
+                    await servicer.set(name, _STATUS[up])
             await asyncio.sleep(self._interval)
+
+    async def _record(self, servicer: health.aio.HealthServicer, shard: str, answered: bool) -> None:
+        self._failures[shard] = 0 if answered else self._failures[shard] + 1
+        up = answered or (self.shard_up[shard] and self._failures[shard] < self._threshold)
+        if up != self.shard_up[shard]:
+            self.shard_up[shard] = up
+            log.warning("OpenViking shard %s %s", shard, "answers again" if up else "is down or frozen")
+            await servicer.set(shard_health_name(shard), _STATUS[up])

@@ -48,7 +48,7 @@ async def host_over(base_url: str) -> ServiceHost:
         build_compaction_service(context),
         build_assembly_service(context),
     ]
-    readiness = BackendReadiness(ov.health, interval=0.2, timeout=0.5)
+    readiness = BackendReadiness.of(ov, interval=0.2, timeout=0.5)
     host = ServiceHost(settings, specs, closers=[ov.aclose], readiness=readiness)
     await host.start(0)
     return host
