@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 
 from shared.domain.identity import RequestIdentity
@@ -45,6 +45,8 @@ class _Owed:
     release: Release
     now: asyncio.Event = field(default_factory=asyncio.Event)
     written: asyncio.Task[None] | None = None
+    turn: asyncio.Lock = field(default_factory=asyncio.Lock)
+    """Held by the write alone, or by a claim of the stream that folds it in: they never race."""
 
 
 class OwedReleases:
@@ -69,6 +71,17 @@ class OwedReleases:
         )
         self._tasks.add(owed.written)
         owed.written.add_done_callback(self._tasks.discard)
+
+    @contextlib.asynccontextmanager
+    async def claiming(self, identity: RequestIdentity) -> AsyncIterator[None]:
+        """Around a claim's compare-and-swap: the release owed on the stream is folded into it, not
+        written alone meanwhile (the two would only make each other's compare-and-swap fail)."""
+        owed = self._owed.get(_key(identity))
+        if owed is None:
+            yield
+            return
+        async with owed.turn:
+            yield
 
     def fold(self, identity: RequestIdentity, current: StreamState) -> bool:
         """Inside a compare-and-swap: apply the release owed on `current` if its claim is stored."""
@@ -100,16 +113,17 @@ class OwedReleases:
     async def _write_later(self, identity: RequestIdentity, owed: _Owed) -> None:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(owed.now.wait(), self._grace)
-        if self._owed.get(_key(identity)) is not owed:
-            return
 
         def release(current: StreamState) -> StreamState | None:
             return current if owed.release(current) else None
 
-        try:
-            await self._states.update(identity, release)
-        except Exception:  # the next claim folds it in, or the stale-claim repair counts it
-            log.warning("could not release claim of %s yet", identity.buffer_key, exc_info=True)
-            return
-        if self._owed.get(_key(identity)) is owed:
-            del self._owed[_key(identity)]
+        async with owed.turn:
+            if self._owed.get(_key(identity)) is not owed:
+                return  # folded into a claim meanwhile
+            try:
+                await self._states.update(identity, release)
+            except Exception:  # the next claim folds it in, or the stale-claim repair counts it
+                log.warning("could not release claim of %s yet", identity.buffer_key, exc_info=True)
+                return
+            if self._owed.get(_key(identity)) is owed:
+                del self._owed[_key(identity)]

@@ -308,8 +308,9 @@ class TranscriptWriter:
             now = self._clock()
             made: list[tuple[PendingWrite, ClaimPlan]] = []
             claim = claimer(planner, now, made, lambda current: self._releases.fold(identity, current))
-            state, written = await self._states.update(identity, claim, deadline=deadline)
-            self._releases.observe(identity, state)
+            async with self._releases.claiming(identity):
+                state, written = await self._states.update(identity, claim, deadline=deadline)
+                self._releases.observe(identity, state)
             if written and made:
                 pending, plan = made[0]
                 return pending, plan, state

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import statistics
 import tempfile
 import time
@@ -64,9 +65,19 @@ def text_message(role: int, text: str) -> common_pb2.ConversationMessage:
 
 
 def host_messages(turn: Turn) -> list[common_pb2.ConversationMessage]:
-    """The turn as a host sends it: the prompt, the tool output (if any), the answer."""
+    """The turn as a host sends it: the prompt, the tool call and its output (if any), the answer."""
     messages = [text_message(Role.MESSAGE_ROLE_USER, turn.user)]
     if turn.tool is not None:
+        call = common_pb2.ToolCallBlock(
+            id=turn.tool.call_id,
+            name=turn.tool.name,
+            arguments=common_pb2.JsonValue(json=json.dumps(turn.tool.arguments)),
+        )
+        messages.append(
+            common_pb2.ConversationMessage(
+                role=Role.MESSAGE_ROLE_ASSISTANT, content=[common_pb2.ContentBlock(tool_call=call)]
+            )
+        )
         result = common_pb2.ToolResultBlock(
             tool_call_id=turn.tool.call_id,
             tool_name=turn.tool.name,

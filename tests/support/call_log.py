@@ -24,6 +24,8 @@ class Call:
     route: str
     held: bool
     """Held until `let_go` (whoever sent it was not waiting for it when held)."""
+    started: float = 0.0
+    """`time.perf_counter()` when it was handed to the transport."""
     finished: float | None = None
     """`time.perf_counter()` when its answer (or error) came back."""
 
@@ -63,7 +65,7 @@ class CallLog(httpx.AsyncBaseTransport):
         held = self._passes is not None and self._passes <= 0
         if self._passes is not None:
             self._passes -= 1
-        call = Call(request.method, openviking_route(request.url.path), held)
+        call = Call(request.method, openviking_route(request.url.path), held, time.perf_counter())
         self.calls.append(call)
         self.in_flight += 1
         self._quiet.clear()
