@@ -58,11 +58,14 @@ def claimer(
     now: datetime,
     made: list[tuple[PendingWrite, ClaimPlan]],
     fold: Callable[[StreamState], bool],
+    *,
+    count_known: bool = True,
 ) -> Callable[[StreamState], StreamState | None]:
     """The CAS mutation that claims the next range (recording it in `made`) unless one is held.
 
     `fold` first applies a release this replica owes on the stream (its landed claim is then no
-    longer held): releasing it and claiming the next range take one write.
+    longer held): releasing it and claiming the next range take one write. With `count_known`
+    the claim records how many messages it appends (`PendingWrite.expected`).
     """
 
     def claim(current: StreamState) -> StreamState | None:
@@ -79,6 +82,7 @@ def claimer(
             session_id=current.active_session,
             claimed_at=now,
             turn_key=plan.turn_key,
+            expected=sum(1 for c in plan.candidates if c.message is not None) if count_known else -1,
         )
         current.pending_write = pending
         current.last_sequence = plan.end

@@ -51,6 +51,7 @@ from services.capture.claims import (
     claimer,
     is_stale,
 )
+from services.capture.landed_claims import all_landed, landed_messages, worth_reading_back
 from services.capture.releases import OwedReleases, Release
 from services.compaction.transcript import session_turns
 from shared.domain.envelope import HOST_ID_PREFIX, openviking_message, texts_of
@@ -178,7 +179,9 @@ class TranscriptWriter:
         Once claimed, the append and the release run to the end in a task of this replica
         whatever happens to the caller (deadline, cancellation).
         """
-        claim, plan, state = await self._claim(identity, planner, counter, deadline)
+        claim, plan, state = await self._claim(
+            identity, planner, counter, deadline, count_known=not dedupe_host_ids
+        )
         if claim is None or plan is None:
             return WriteResult(state=state, session_id=state.active_session)
         job = asyncio.create_task(
@@ -299,15 +302,28 @@ class TranscriptWriter:
         return found
 
     async def _claim(
-        self, identity: RequestIdentity, planner: Planner, counter: TokenCounter, deadline: float | None
+        self,
+        identity: RequestIdentity,
+        planner: Planner,
+        counter: TokenCounter,
+        deadline: float | None,
+        *,
+        count_known: bool,
     ) -> tuple[PendingWrite | None, ClaimPlan | None, StreamState]:
         give_up = time.monotonic() + MAX_CLAIM_WAIT_SECONDS
         if deadline is not None:
             give_up = min(give_up, deadline - 0.5)
+        read_back: PendingWrite | None = None
         while True:
             now = self._clock()
             made: list[tuple[PendingWrite, ClaimPlan]] = []
-            claim = claimer(planner, now, made, lambda current: self._releases.fold(identity, current))
+            claim = claimer(
+                planner,
+                now,
+                made,
+                lambda current: self._releases.fold(identity, current),
+                count_known=count_known,
+            )
             async with self._releases.claiming(identity):
                 state, written = await self._states.update(identity, claim, deadline=deadline)
                 self._releases.observe(identity, state)
@@ -321,9 +337,30 @@ class TranscriptWriter:
             if is_stale(state.pending_write, now):
                 await self.repair(identity, state.pending_write, counter, deadline=deadline)
                 continue
+            held = state.pending_write
+            if held != read_back and worth_reading_back(held, now):
+                read_back = held  # once per claim version: a live owner refreshes it
+                if await self._settle_landed(identity, held, counter, deadline):
+                    continue
             if time.monotonic() >= give_up:
                 raise Aborted(f"stream {identity.buffer_key} is busy with another write; retry the call")
             await asyncio.sleep(CLAIM_POLL_SECONDS)
+
+    async def _settle_landed(
+        self, identity: RequestIdentity, claim: PendingWrite, counter: TokenCounter, deadline: float | None
+    ) -> bool:
+        """Release `claim` for an owner that never did, if all its messages landed (it is done)."""
+        landed = await landed_messages(self._ov, identity.tenant, claim, deadline=deadline)
+        if not all_landed(claim, landed):
+            return False
+        release = landed_release(claim, claim.end_sequence, *_counts(list(landed.values()), counter))
+        _, written = await self._states.update(
+            identity, lambda current: current if release(current) else None, deadline=deadline
+        )
+        if written:
+            log.warning("settled the landed claim %d..%d of %s for its owner", claim.start_sequence,
+                        claim.end_sequence, identity.buffer_key)  # fmt: skip
+        return True
 
     async def _abandon(self, identity: RequestIdentity, claim: PendingWrite) -> None:
         """Best effort: mark our claim for immediate repair (what landed is unknown)."""
@@ -360,11 +397,7 @@ class TranscriptWriter:
         _, won = await self._states.update(identity, take, deadline=deadline)
         if not won:
             return
-        landed = {
-            turn.sequence: turn.message
-            for turn in await session_turns(self._ov, identity.tenant, stale.session_id, deadline=deadline)
-            if stale.start_sequence <= turn.sequence <= stale.end_sequence
-        }
+        landed = await landed_messages(self._ov, identity.tenant, stale, deadline=deadline)
         turns, tokens = _counts(list(landed.values()), counter)
         new_last = max(landed) if landed else stale.start_sequence - 1
         whole = len(landed) == stale.end_sequence - stale.start_sequence + 1
