@@ -27,7 +27,10 @@ have committed it meanwhile - keeps what landed (counting it) and rolls `last_se
 the last landed message so that the rest is claimed again from the host's next delivery (the
 host always sends the whole transcript). The rolled-back range stays `unsettled`: the next
 write of those positions first looks up their turn ids in that session, so an append that
-lands after the repair read is recognised instead of appended a second time.
+lands after the repair read is recognised instead of appended a second time. A claim that says
+how many messages it appends and is not released `SETTLE_AFTER_SECONDS` after it was taken is
+read back sooner (`services.capture.landed_claims`): when all of it landed, its owner died
+owing the release, and the caller writes that release for it instead of waiting.
 """
 
 from __future__ import annotations
