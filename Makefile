@@ -82,10 +82,11 @@ run: install ## Start the local stack (embeddings, OpenViking, the three service
 	$(PY) -m shared.localstack.demo
 
 .PHONY: bench
-bench: install ## Run the benchmarks (load, recall quality, trigger-turn latency, 2 OpenViking shards) on the local stack; write bench-results/
+bench: install ## Run the benchmarks (load, recall quality, 2 OpenViking shards, capture path, trigger-turn latency) on the local stack; write bench-results/
 	$(PY) -m tests.bench.run
 	$(PY) -m tests.bench.recall.run
 	$(PY) -m tests.bench.shards
+	$(PY) -m tests.bench.capture_path
 	$(PY) -m tests.chaos.trigger_latency
 
 .PHONY: bench-recall

@@ -34,6 +34,7 @@ def build_capture_service(context: ServiceContext) -> ServiceSpec:
         context.compaction_target, context.client_interceptors, local=context.in_process
     )
     writer = TranscriptWriter(context.openviking, states)
+    index = TurnIndexWriter(context.openviking)
     turns = TurnCapture(
         states,
         writer,
@@ -41,7 +42,7 @@ def build_capture_service(context: ServiceContext) -> ServiceSpec:
         TriggerThresholds.from_settings(settings),
         default_encoding=settings.default_encoding,
         capture_max_length=settings.capture_max_length,
-        index=TurnIndexWriter(context.openviking),
+        index=index,
     )
     servicer = CaptureServicer(settings, context.openviking, turns, context.in_process.memory_changes)
 
@@ -49,14 +50,19 @@ def build_capture_service(context: ServiceContext) -> ServiceSpec:
         capture_pb2_grpc.add_CaptureServiceServicer_to_server(servicer, server)
 
     async def flush_on_shutdown() -> None:
-        """Finish the appends this replica owns, then hand off a compaction of every stream it
-        touched that still has uncommitted turns, and deliver the nudges - within the grace."""
+        """Finish the appends (and releases, index writes) this replica owns, then hand off a
+        compaction of every stream it touched that still has uncommitted turns, and deliver the
+        nudges - within the grace."""
         grace = max(1.0, settings.shutdown_grace_seconds)
         deadline = time.monotonic() + grace
         try:
             await asyncio.wait_for(writer.drain(), timeout=grace / 2)
         except TimeoutError:
             log.warning("%d append(s) still running at shutdown; their claims get repaired", writer.running)
+        try:
+            await asyncio.wait_for(index.drain(), timeout=max(0.5, deadline - time.monotonic()))
+        except TimeoutError:
+            log.warning("%d turn index write(s) unfinished; compaction re-indexes them", index.running)
         streams = list(turns.known.by_stream.values())
         if streams:
             log.info("handing off %d stream(s) on shutdown", len(streams))

@@ -54,23 +54,35 @@ def is_stale(claim: PendingWrite, now: datetime) -> bool:
 
 
 def claimer(
-    planner: Planner, now: datetime, made: list[tuple[PendingWrite, ClaimPlan]]
+    planner: Planner,
+    now: datetime,
+    made: list[tuple[PendingWrite, ClaimPlan]],
+    fold: Callable[[StreamState], bool],
+    *,
+    count_known: bool = True,
 ) -> Callable[[StreamState], StreamState | None]:
-    """The CAS mutation that claims the next range (recording it in `made`) unless one is held."""
+    """The CAS mutation that claims the next range (recording it in `made`) unless one is held.
+
+    `fold` first applies a release this replica owes on the stream (its landed claim is then no
+    longer held): releasing it and claiming the next range take one write. With `count_known`
+    the claim records how many messages it appends (`PendingWrite.expected`).
+    """
 
     def claim(current: StreamState) -> StreamState | None:
         made.clear()
+        folded = fold(current)
         if current.pending_write is not None:
             return None
         plan = planner(current)
         if plan is None or plan.start > plan.end:
-            return None
+            return current if folded else None
         pending = PendingWrite(
             start_sequence=plan.start,
             end_sequence=plan.end,
             session_id=current.active_session,
             claimed_at=now,
             turn_key=plan.turn_key,
+            expected=sum(1 for c in plan.candidates if c.message is not None) if count_known else -1,
         )
         current.pending_write = pending
         current.last_sequence = plan.end

@@ -7,10 +7,15 @@ Any replica may serve any call, so the stream state document is the only coordin
    appends are serialised and stay in transcript order; a second caller waits for it to clear
    and then only sees what is still unclaimed (those messages are duplicates to it);
 2. append the claimed messages (`add_messages`) to the claim's session;
-3. release: a second compare-and-swap clears the claim and adds the counters the triggers need.
+3. release: clear the claim and add the counters the triggers need. The caller is answered
+   from the claimed state as soon as the append landed; the release is written after it
+   (`services.capture.releases`), folded into this replica's next claim of the stream or alone
+   a moment later. Only a release that hands a compaction off (a trigger fired) is written
+   before the caller is answered, in the same compare-and-swap as the hand-off.
 
-Steps 2-3 run in a task this replica owns, not in the caller's call: the caller's deadline or
-cancellation never cuts an append short. The owner refreshes the claim every
+So a turn waits for two OpenViking round trips: the claim and the append (the turn index is
+written in the background too). Steps 2-3 run in a task this replica owns, not in the caller's
+call: the caller's deadline or cancellation never cuts an append short. The owner refreshes the claim every
 `CLAIM_HEARTBEAT_SECONDS` while it waits for OpenViking's answer (up to
 `APPEND_TIMEOUT_SECONDS`), so a slow append is never mistaken for a dead one and never written
 again while it may still land.
@@ -22,7 +27,10 @@ have committed it meanwhile - keeps what landed (counting it) and rolls `last_se
 the last landed message so that the rest is claimed again from the host's next delivery (the
 host always sends the whole transcript). The rolled-back range stays `unsettled`: the next
 write of those positions first looks up their turn ids in that session, so an append that
-lands after the repair read is recognised instead of appended a second time.
+lands after the repair read is recognised instead of appended a second time. A claim that says
+how many messages it appends and is not released `SETTLE_AFTER_SECONDS` after it was taken is
+read back sooner (`services.capture.landed_claims`): when all of it landed, its owner died
+owing the release, and the caller writes that release for it instead of waiting.
 """
 
 from __future__ import annotations
@@ -46,6 +54,8 @@ from services.capture.claims import (
     claimer,
     is_stale,
 )
+from services.capture.landed_claims import all_landed, landed_messages, worth_reading_back
+from services.capture.releases import OwedReleases, Release
 from services.compaction.transcript import session_turns
 from shared.domain.envelope import HOST_ID_PREFIX, openviking_message, texts_of
 from shared.domain.identity import RequestIdentity
@@ -71,9 +81,9 @@ READ_ALL_TOKEN_BUDGET = 100_000_000
 Role = common_pb2.MessageRole
 
 
-ReleaseHook = Callable[[StreamState], None]
-"""Called inside the release compare-and-swap with the released state; may change it further
-(e.g. hand a compaction off) so that both are stored atomically."""
+ReleaseHook = Callable[[StreamState], bool]
+"""Called with the released state; may change it further (e.g. hand a compaction off) and then
+returns True: the release and that change are written together, before the caller is answered."""
 
 
 @dataclass
@@ -87,7 +97,8 @@ class WriteResult:
     host_id_duplicates: int = 0
     """Messages skipped because their host id was already in the session (Ingest)."""
     released: StreamState | None = None
-    """The state right after the release, before `on_release` changed it."""
+    """The state right after this call's release, before `on_release` changed it (None when the
+    claim was released by another replica's repair meanwhile, or nothing was claimed)."""
 
 
 def _counts(messages: Sequence[common_pb2.ConversationMessage], counter: TokenCounter) -> tuple[int, int]:
@@ -103,6 +114,22 @@ def _add_counts(state: StreamState, turns: int, tokens: int) -> None:
     state.active_tokens += tokens
 
 
+def landed_release(held: PendingWrite, new_last: int, turns: int, tokens: int) -> Release:
+    """The release of `held`, whose messages landed through `new_last` (`turns`, `tokens` of them)."""
+
+    def release(current: StreamState) -> bool:
+        if current.pending_write != held:
+            return False  # released already, or repaired by another replica that counted it
+        current.pending_write = None
+        current.last_sequence = new_last
+        current.unsettled = [u for u in current.unsettled if u.end_sequence > new_last]
+        current.record_turn_progress(held, new_last, whole=True)
+        _add_counts(current, turns, tokens)
+        return True
+
+    return release
+
+
 def _overlapping(unsettled: Sequence[PendingWrite], start: int, end: int) -> list[PendingWrite]:
     return [u for u in unsettled if u.start_sequence <= end and start <= u.end_sequence]
 
@@ -115,11 +142,13 @@ class TranscriptWriter:
         *,
         clock: Callable[[], datetime] = utc_now,
         append_timeout: float = APPEND_TIMEOUT_SECONDS,
+        releases: OwedReleases | None = None,
     ) -> None:
         self._ov = openviking
         self._states = states
         self._clock = clock
         self._append_timeout = append_timeout
+        self._releases = releases or OwedReleases(states)
         self._jobs: set[asyncio.Task[WriteResult]] = set()
 
     @property
@@ -128,9 +157,15 @@ class TranscriptWriter:
         return len(self._jobs)
 
     async def drain(self) -> None:
-        """Wait until every append this replica owns has finished (bound it with a timeout)."""
+        """Wait until every append this replica owns has finished and been released (bound it
+        with a timeout)."""
         while self._jobs:
             await asyncio.gather(*list(self._jobs), return_exceptions=True)
+        await self._releases.drain()
+
+    async def settle(self, identity: RequestIdentity) -> None:
+        """Write the release this replica owes on the stream now (its counters become visible)."""
+        await self._releases.settle(identity)
 
     async def write(
         self,
@@ -147,7 +182,9 @@ class TranscriptWriter:
         Once claimed, the append and the release run to the end in a task of this replica
         whatever happens to the caller (deadline, cancellation).
         """
-        claim, plan, state = await self._claim(identity, planner, counter, deadline)
+        claim, plan, state = await self._claim(
+            identity, planner, counter, deadline, count_known=not dedupe_host_ids
+        )
         if claim is None or plan is None:
             return WriteResult(state=state, session_id=state.active_session)
         job = asyncio.create_task(
@@ -222,38 +259,40 @@ class TranscriptWriter:
                 identity.buffer_key,
             )
         messages = [c.message for c in kept if c.message is not None]
-        turns, tokens = _counts(messages, counter)
         held = holder.claim
-        released: list[StreamState] = []
-
-        def release(current: StreamState) -> StreamState | None:
-            released.clear()
-            if current.pending_write != held:
-                return None  # repaired by another replica meanwhile; it counted what landed
-            current.pending_write = None
-            current.last_sequence = new_last
-            current.unsettled = [u for u in current.unsettled if u.end_sequence > new_last]
-            current.record_turn_progress(held, new_last, whole=True)
-            _add_counts(current, turns, tokens)
-            released.append(current.model_copy(deep=True))
-            if on_release is not None:
-                on_release(current)
-            return current
-
-        try:
-            state, _ = await self._states.update(identity, release)
-        except BaseException:
-            await self._abandon(identity, held)
-            raise
-        return WriteResult(
-            state=state,
+        release = landed_release(held, new_last, *_counts(messages, counter))
+        predicted = claimed_state.model_copy(deep=True)
+        predicted.pending_write = held
+        release(predicted)
+        result = WriteResult(
+            state=predicted,
             session_id=claim.session_id,
             persisted=kept,
             claimed_start=plan.start,
             claimed_end=plan.end,
             host_id_duplicates=duplicates,
-            released=released[0] if released else None,
+            released=predicted.model_copy(deep=True),
         )
+        if on_release is None or not on_release(predicted.model_copy(deep=True)):
+            self._releases.owe(identity, held, release)
+            return result
+        released: list[StreamState] = []
+
+        def release_with_hook(current: StreamState) -> StreamState | None:
+            released.clear()
+            if not release(current):
+                return None
+            released.append(current.model_copy(deep=True))
+            on_release(current)
+            return current
+
+        try:
+            result.state, _ = await self._states.update(identity, release_with_hook)
+        except BaseException:
+            await self._abandon(identity, held)
+            raise
+        result.released = released[0] if released else None
+        return result
 
     async def _landed_late(self, tenant: Tenant, state: StreamState, plan: ClaimPlan) -> set[int]:
         """Positions of the plan that an earlier, repaired append stored after all."""
@@ -266,27 +305,65 @@ class TranscriptWriter:
         return found
 
     async def _claim(
-        self, identity: RequestIdentity, planner: Planner, counter: TokenCounter, deadline: float | None
+        self,
+        identity: RequestIdentity,
+        planner: Planner,
+        counter: TokenCounter,
+        deadline: float | None,
+        *,
+        count_known: bool,
     ) -> tuple[PendingWrite | None, ClaimPlan | None, StreamState]:
         give_up = time.monotonic() + MAX_CLAIM_WAIT_SECONDS
         if deadline is not None:
             give_up = min(give_up, deadline - 0.5)
+        read_back: PendingWrite | None = None
         while True:
             now = self._clock()
             made: list[tuple[PendingWrite, ClaimPlan]] = []
-            claim = claimer(planner, now, made)
-            state, written = await self._states.update(identity, claim, deadline=deadline)
-            if written:
+            claim = claimer(
+                planner,
+                now,
+                made,
+                lambda current: self._releases.fold(identity, current),
+                count_known=count_known,
+            )
+            async with self._releases.claiming(identity):
+                state, written = await self._states.update(identity, claim, deadline=deadline)
+                self._releases.observe(identity, state)
+            if written and made:
                 pending, plan = made[0]
                 return pending, plan, state
+            if written:
+                return None, None, state  # only the release owed was written: nothing left to claim
             if state.pending_write is None:
                 return None, None, state  # nothing left to claim: all of it is someone else's
             if is_stale(state.pending_write, now):
                 await self.repair(identity, state.pending_write, counter, deadline=deadline)
                 continue
+            held = state.pending_write
+            if held != read_back and worth_reading_back(held, now):
+                read_back = held  # once per claim version: a live owner refreshes it
+                if await self._settle_landed(identity, held, counter, deadline):
+                    continue
             if time.monotonic() >= give_up:
                 raise Aborted(f"stream {identity.buffer_key} is busy with another write; retry the call")
             await asyncio.sleep(CLAIM_POLL_SECONDS)
+
+    async def _settle_landed(
+        self, identity: RequestIdentity, claim: PendingWrite, counter: TokenCounter, deadline: float | None
+    ) -> bool:
+        """Release `claim` for an owner that never did, if all its messages landed (it is done)."""
+        landed = await landed_messages(self._ov, identity.tenant, claim, deadline=deadline)
+        if not all_landed(claim, landed):
+            return False
+        release = landed_release(claim, claim.end_sequence, *_counts(list(landed.values()), counter))
+        _, written = await self._states.update(
+            identity, lambda current: current if release(current) else None, deadline=deadline
+        )
+        if written:
+            log.warning("settled the landed claim %d..%d of %s for its owner", claim.start_sequence,
+                        claim.end_sequence, identity.buffer_key)  # fmt: skip
+        return True
 
     async def _abandon(self, identity: RequestIdentity, claim: PendingWrite) -> None:
         """Best effort: mark our claim for immediate repair (what landed is unknown)."""
@@ -323,11 +400,7 @@ class TranscriptWriter:
         _, won = await self._states.update(identity, take, deadline=deadline)
         if not won:
             return
-        landed = {
-            turn.sequence: turn.message
-            for turn in await session_turns(self._ov, identity.tenant, stale.session_id, deadline=deadline)
-            if stale.start_sequence <= turn.sequence <= stale.end_sequence
-        }
+        landed = await landed_messages(self._ov, identity.tenant, stale, deadline=deadline)
         turns, tokens = _counts(list(landed.values()), counter)
         new_last = max(landed) if landed else stale.start_sequence - 1
         whole = len(landed) == stale.end_sequence - stale.start_sequence + 1

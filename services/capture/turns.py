@@ -117,23 +117,24 @@ class TurnCapture:
 
     def _trigger_hand_off(
         self, identity: RequestIdentity, token_budget: int, fired: list[Trigger.ValueType]
-    ) -> Callable[[StreamState], None]:
+    ) -> Callable[[StreamState], bool]:
         """The release hook: when a trigger fires, hand the compaction off in the same CAS."""
         checkpoint_id = new_checkpoint_id(identity.stream_id)
         traceparent = current_traceparent()
 
-        def maybe_hand_off(state: StreamState) -> None:
+        def maybe_hand_off(state: StreamState) -> bool:
             fired.clear()
             now = self._clock()
             trigger = fired_trigger(state, self._thresholds, token_budget=token_budget, now=now)
             if trigger == checkpoint_pb2.COMPACTION_TRIGGER_UNSPECIFIED or compaction_inflight_for_active(
                 state
             ):
-                return
+                return False
             if isinstance(
                 hand_off(state, checkpoint_id, now=now, trigger=trigger, traceparent=traceparent), StreamState
             ):
                 fired.append(trigger)
+            return bool(fired)
 
         return maybe_hand_off
 
@@ -160,8 +161,8 @@ class TurnCapture:
         token_budget: int,
         deadline: float | None,
     ) -> tuple[WriteResult, StreamState, list[Trigger.ValueType]]:
-        """Write what `plan` claims (a fired trigger handed off in the release), then index it:
-        the result, the state as released, and the trigger fired (if any)."""
+        """Write what `plan` claims (a fired trigger handed off in the release), then index it
+        in the background: the result, the state as released, and the trigger fired (if any)."""
         fired: list[Trigger.ValueType] = []
         result = await self._writer.write(
             identity,
@@ -170,18 +171,19 @@ class TurnCapture:
             on_release=self._trigger_hand_off(identity, token_budget, fired),
             deadline=deadline,
         )
-        await self._index_persisted(identity, result, deadline)
+        if result.released is None:
+            fired.clear()  # a repair released the claim: no hand-off was written by this call
+        self._index_persisted(identity, result)
         return result, result.released or result.state, fired
 
-    async def _index_persisted(
-        self, identity: RequestIdentity, result: WriteResult, deadline: float | None
-    ) -> None:
-        """Make what this call stored findable (the turn index); never fails the turn."""
+    def _index_persisted(self, identity: RequestIdentity, result: WriteResult) -> None:
+        """Make what this call stored findable (the turn index), off the caller's path; never
+        fails the turn (compaction indexes whatever is missing before it archives a session)."""
         if self._index is None:
             return
         stored = [IndexedMessage(c.sequence, c.message) for c in result.persisted if c.message is not None]
         if stored:
-            await self._index.add(identity.tenant, result.session_id, stored, deadline=deadline)
+            self._index.add_later(identity.tenant, result.session_id, stored)
 
     async def after_turn(
         self,
@@ -320,7 +322,7 @@ class TurnCapture:
             )
 
         result = await self._writer.write(identity, plan, counter, dedupe_host_ids=True, deadline=deadline)
-        await self._index_persisted(identity, result, deadline)
+        self._index_persisted(identity, result)
         return TurnOutcome(
             persisted_count=len(result.persisted),
             duplicate_count=result.host_id_duplicates,
@@ -353,6 +355,7 @@ class TurnCapture:
         self, identity: RequestIdentity, deadline: float | None
     ) -> checkpoint_pb2.CompactCheckpoint | None:
         """Hand off a FLUSH compaction of the stream's uncommitted turns (durable on return)."""
+        await self._writer.settle(identity)
         checkpoint_id = new_checkpoint_id(identity.stream_id)
         give_up = time.monotonic() + FLUSH_WAIT_SECONDS
         outcome: list[StreamState | bool | None] = []

@@ -38,17 +38,17 @@ def hand_off(
     """Move new turns to a fresh session and record the compaction of the old one.
 
     Returns the changed state; None when there is nothing to compact; False while a write to
-    the active session is in progress (retry shortly).
+    the active session is in progress or not yet released (retry shortly).
     """
-    if not has_uncommitted_turns(state) and not force:
-        return None
     pending = state.pending_write
     if (
         pending is not None
         and pending.session_id == state.active_session
         and (now - pending.claimed_at).total_seconds() < WRITE_IN_PROGRESS_GRACE_SECONDS
     ):
-        return False
+        return False  # its release adds the turns that are not counted yet
+    if not has_uncommitted_turns(state) and not force:
+        return None
     old_session = state.active_session
     state.inflight.append(
         InflightCompaction(

@@ -48,6 +48,9 @@ class PendingWrite(BaseModel):
     claimed_at: datetime
     turn_key: str = ""
     """`turn_key_digest` of the fenced turn being written (CommitTurn); empty otherwise."""
+    expected: int = -1
+    """How many messages the claim appends (-1: not known up front): once all of them are in the
+    session, the claim is done even if its owner never released it."""
 
 
 class CommittedTurn(BaseModel):

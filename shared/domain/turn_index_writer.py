@@ -1,14 +1,16 @@
 """Writes the turn index (shared.domain.turn_index).
 
-Capture indexes what each write just persisted (`add`): one `batch-write` with `wait=false`, so
-OpenViking returns in ~20 ms and the exchange is findable a fraction of a
-second later. A failed index write never fails the turn: the messages are already stored, and
+Capture indexes what each write just persisted (`add_later`): one `batch-write` with
+`wait=false` in a task of its own, after the caller was answered, so the exchange is findable a
+fraction of a second later without the turn waiting for it (`drain` finishes them at
+shutdown). A failed index write never fails the turn: the messages are already stored, and
 compaction indexes whatever of the session is missing (`catch_up`) before it archives it. The
 documents' URIs are deterministic, so a rewrite replaces instead of duplicating.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Sequence
@@ -38,6 +40,23 @@ class TurnIndexWriter:
     def __init__(self, openviking: OpenVikingClient, clock: Callable[[], datetime] = utc_now) -> None:
         self._ov = openviking
         self._clock = clock
+        self._writes: set[asyncio.Task[int]] = set()
+
+    @property
+    def running(self) -> int:
+        """Index writes started by `add_later` and not finished yet."""
+        return len(self._writes)
+
+    def add_later(self, tenant: Tenant, session_id: str, messages: Sequence[IndexedMessage]) -> None:
+        """`add` in a task of its own (the caller does not wait; `drain` waits for all of them)."""
+        write = asyncio.create_task(self.add(tenant, session_id, messages), name=f"turn-index-{session_id}")
+        self._writes.add(write)
+        write.add_done_callback(self._writes.discard)
+
+    async def drain(self) -> None:
+        """Wait for every index write still running (bound it with a timeout)."""
+        while self._writes:
+            await asyncio.gather(*list(self._writes), return_exceptions=True)
 
     async def add(
         self,

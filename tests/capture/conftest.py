@@ -15,6 +15,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
+import httpx
 import pytest
 from contextengine.v1 import capture_pb2_grpc, checkpoint_pb2, common_pb2, compaction_pb2, compaction_pb2_grpc
 from grpc import aio
@@ -30,6 +31,7 @@ from shared.localstack.processes import free_port
 from shared.openviking.client import OpenVikingClient
 from shared.runtime.context import ServiceContext, build_openviking_client
 from shared.runtime.server import ServiceHost
+from tests.support.settled import settled_stream_state
 from tests.support.stack import OpenVikingEndpoint
 
 _ids = itertools.count()
@@ -58,9 +60,15 @@ class CaptureStack:
     hosts: list[CaptureHost] = field(default_factory=list)
 
     async def start(
-        self, base_url: str | None = None, *, compaction: bool = True, **overrides: object
+        self,
+        base_url: str | None = None,
+        *,
+        compaction: bool = True,
+        http_transport: httpx.AsyncBaseTransport | None = None,
+        **overrides: object,
     ) -> CaptureHost:
-        """Capture (+ the real CompactionService unless `compaction=False`) on port 0."""
+        """Capture (+ the real CompactionService unless `compaction=False`) on port 0; its
+        OpenViking requests go through `http_transport` when given (e.g. a `CallLog`)."""
         dead_compaction = f"127.0.0.1:{free_port()}"
         settings = load_settings(
             environ={},
@@ -73,7 +81,7 @@ class CaptureStack:
                 **overrides,
             },
         )
-        ov = build_openviking_client(settings)
+        ov = build_openviking_client(settings, http_transport=http_transport)
         host_ref: list[ServiceHost] = []
 
         def compaction_target() -> str:
@@ -114,9 +122,15 @@ def parsed(identity: common_pb2.Identity) -> RequestIdentity:
     return parse_identity(identity, default_agent_id="x", session_required=True)
 
 
-async def stream_state(ov: OpenVikingClient, identity: common_pb2.Identity) -> StreamState:
-    """The engine's stream state as stored in OpenViking."""
-    state = await StreamStateStore(DocumentStore(ov)).load(parsed(identity))
+async def stream_state(
+    ov: OpenVikingClient, identity: common_pb2.Identity, *, settled: bool = True
+) -> StreamState:
+    """The engine's stream state as stored in OpenViking: once capture's release of the last
+    turn is written (`settled`), or as it is right now."""
+    states = StreamStateStore(DocumentStore(ov))
+    if settled:
+        return await settled_stream_state(states, parsed(identity))
+    state = await states.load(parsed(identity))
     assert state is not None
     return state
 

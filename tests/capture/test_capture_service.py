@@ -12,11 +12,10 @@ from grpc import aio
 
 from services.capture.transcript import READ_ALL_TOKEN_BUDGET
 from shared.config import load_settings
-from shared.domain.documents import DocumentStore
 from shared.domain.envelope import persisted_turn, turn_envelope
 from shared.domain.identity import parse_identity
 from shared.domain.memory_scope import agent_key
-from shared.domain.stream_state import StreamStateStore, session_id_for
+from shared.domain.stream_state import session_id_for
 from shared.errors import BackendNotFound
 from shared.openviking.client import OpenVikingClient
 from shared.runtime.context import build_openviking_client
@@ -371,9 +370,7 @@ async def test_stream_state_counts_the_turns(capture_stack: CaptureStack) -> Non
     identity = new_identity()
     transcript = conversation(3)
     await play(host, identity, transcript, user_boundaries(transcript))
-    parsed = parse_identity(identity, default_agent_id="x", session_required=True)
-    state = await StreamStateStore(DocumentStore(host.openviking)).load(parsed)
-    assert state is not None
+    state = await stream_state(host.openviking, identity)
     assert (state.turns_since_compaction, state.last_sequence, state.pending_write) == (
         3,
         len(transcript) - 1,

@@ -27,6 +27,8 @@ import pytest
 from contextengine.v1 import common_pb2, compaction_pb2
 from grpc import aio
 
+from services.capture.claims import STALE_CLAIM_SECONDS
+from services.capture.landed_claims import SETTLE_AFTER_SECONDS
 from services.capture.transcript import Candidate, ClaimPlan, TranscriptWriter
 from shared.config import load_settings
 from shared.domain.documents import DocumentStore
@@ -41,6 +43,7 @@ from tests.capture.conftest import CaptureStack, new_identity, parsed, stream_st
 from tests.capture.messages import conversation
 from tests.capture.test_capture_service import after_turn
 from tests.support.delay_proxy import DelayProxy
+from tests.support.settled import settled_stream_state
 from tests.support.stack import OpenVikingEndpoint
 from tests.support.stored import stored_turn_ids
 
@@ -81,9 +84,11 @@ async def leave_dead_claim(
     transcript: list[common_pb2.ConversationMessage],
     *,
     appended: bool,
+    age: timedelta = timedelta(seconds=25),
+    expected: int = -1,
 ) -> None:
-    """What a replica killed mid-write leaves: its claim (old, never released), and its append
-    landed or not."""
+    """What a replica killed mid-write leaves: its claim (`age` old, never released), and its
+    append landed or not."""
     states = StreamStateStore(DocumentStore(ov))
 
     def claim(state: StreamState) -> StreamState:
@@ -91,7 +96,8 @@ async def leave_dead_claim(
             start_sequence=0,
             end_sequence=len(transcript) - 1,
             session_id=state.active_session,
-            claimed_at=utc_now() - timedelta(seconds=25),
+            claimed_at=utc_now() - age,
+            expected=expected,
         )
         state.last_sequence = len(transcript) - 1
         return state
@@ -139,7 +145,7 @@ async def test_2_3_dead_claim_repaired_after_a_compaction_archived_its_session(
         compaction_pb2.CompactRequest(identity=identity, force=True), timeout=120
     )
     assert compacted.compacted == appended, compacted.reason
-    state = await stream_state(host.openviking, identity)
+    state = await stream_state(host.openviking, identity, settled=False)
     assert state.pending_write is not None  # still the dead replica's claim
     response = await host.stub.AfterTurn(after_turn(identity, transcript, len(transcript) - 2), timeout=60)
     assert response.persisted_count == (0 if appended else len(transcript))
@@ -176,8 +182,8 @@ async def test_4_append_landing_after_the_repair_is_recognised_by_turn_id(
             result = await healthy.write(identity, plan, COUNTER)  # type: ignore[arg-type]
             assert [c.sequence for c in result.persisted] == list(range(len(transcript)))
             await assert_once_in_order(ov, identity_msg, len(transcript))
-            final = await states.load(identity)
-            assert final is not None and final.unsettled == [] and final.turns_since_compaction == 3
+            final = await settled_stream_state(states, identity)
+            assert final.unsettled == [] and final.turns_since_compaction == 3
 
 
 async def test_5_concurrent_and_duplicated_deliveries_over_two_replicas(capture_stack: CaptureStack) -> None:
@@ -192,3 +198,24 @@ async def test_5_concurrent_and_duplicated_deliveries_over_two_replicas(capture_
     await asyncio.gather(*deliveries)
     await one.stub.AfterTurn(after_turn(identity, transcript, 0), timeout=60)
     await assert_once_in_order(one.openviking, identity, len(transcript))
+
+
+async def test_6_a_replica_dead_before_its_release_is_settled_by_the_next_caller(
+    capture_stack: CaptureStack,
+) -> None:
+    """Its append landed, its release (owed, written just after the answer) never came: the next
+    delivery reads the claim back, finds all of it stored and releases it - well before the claim
+    would be stale (the call's deadline is shorter than that)."""
+    host = await capture_stack.start(compaction=False)
+    identity = new_identity()
+    transcript = conversation(3)
+    age = timedelta(seconds=SETTLE_AFTER_SECONDS + 1)
+    assert age.total_seconds() + 10 < STALE_CLAIM_SECONDS
+    await leave_dead_claim(
+        host.openviking, parsed(identity), transcript, appended=True, age=age, expected=len(transcript)
+    )
+    response = await host.stub.AfterTurn(after_turn(identity, transcript, len(transcript) - 2), timeout=10)
+    assert (response.persisted_count, response.last_sequence) == (0, len(transcript) - 1)
+    await assert_once_in_order(host.openviking, identity, len(transcript))
+    state = await stream_state(host.openviking, identity)
+    assert (state.last_sequence, state.turns_since_compaction) == (len(transcript) - 1, 3)

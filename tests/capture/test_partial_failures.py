@@ -24,6 +24,7 @@ from shared.tokens import TokenCounter
 from tests.capture.conftest import new_identity
 from tests.capture.messages import conversation
 from tests.capture.test_capture_service import stored_turns
+from tests.support.settled import settled_stream_state
 from tests.support.stack import OpenVikingEndpoint
 
 pytestmark = pytest.mark.stack
@@ -93,7 +94,6 @@ async def test_failed_append_is_repaired_on_the_next_delivery(
         stored = await stored_turns(ov, identity_msg)
         assert [s for s, _ in stored] == list(range(len(transcript)))
         assert len(result.persisted) == (0 if after else len(transcript))
-        final = await states.load(identity)
-        assert final is not None and final.pending_write is None
+        final = await settled_stream_state(states, identity)
         assert final.last_sequence == len(transcript) - 1
         assert final.turns_since_compaction == 3

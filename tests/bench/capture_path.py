@@ -1,0 +1,267 @@
+"""Capture path latency: AfterTurn and CommitTurn beside OpenViking's own batch append (issue 16).
+
+`python -m tests.bench.capture_path [--sessions 6 --turns 25] [--embeddings-url URL]` starts a
+private OpenViking (extraction off; its own embedding server unless one is given) and capture +
+compaction in this process, then plays the same seeded sessions three ways, turn by turn
+interleaved so that all three share the machine's load:
+
+- engine AfterTurn: the whole transcript so far (the engine persists the new messages);
+- engine CommitTurn: only the turn's messages, with its advancement key;
+- OpenViking alone: `POST /api/v1/sessions/{id}/messages/batch` of the same turn's messages in
+  the same envelope the engine writes (one request, what the engine's append costs by itself).
+
+Every session has its own stream, so each turn is capture's steady path (no contention, no
+trigger: the thresholds are set out of reach); a session's first turn, which creates its
+stream state, is left out of the table. The OpenViking calls per RPC come from a counting
+transport on the engine's client: *waited* are the calls answered before the RPC was, *all*
+adds the ones written after it (release, turn index) before the stream's next call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+from contextengine.v1 import capture_pb2, capture_pb2_grpc, common_pb2
+from grpc import aio
+
+from services.capture import build_capture_service
+from services.compaction import build_compaction_service
+from shared.config import load_settings
+from shared.domain.envelope import openviking_message
+from shared.domain.identity import parse_identity
+from shared.localstack.stack import LocalStack, StackSettings
+from shared.runtime.context import ServiceContext, build_openviking_client
+from shared.runtime.server import ServiceHost
+from shared.tokens import ensure_offline_tiktoken
+from tests.bench.workload import Turn, generate
+from tests.support.call_log import CallLog
+
+Role = common_pb2.MessageRole
+ACCOUNT = "capbench"
+AGENT = "main"
+OUT_OF_REACH = {
+    "compactTurnThreshold": 1_000_000,
+    "compactTokensAddedThreshold": 1_000_000_000,
+    "compactIntervalMinutes": 1_000_000,
+    "defaultTokenBudget": 1_000_000_000,
+}
+"""No compaction trigger fires: every turn is the steady path."""
+
+
+def text_message(role: int, text: str) -> common_pb2.ConversationMessage:
+    return common_pb2.ConversationMessage(
+        role=role, content=[common_pb2.ContentBlock(text=common_pb2.TextBlock(text=text))]
+    )
+
+
+def host_messages(turn: Turn) -> list[common_pb2.ConversationMessage]:
+    """The turn as a host sends it: the prompt, the tool call and its output (if any), the answer."""
+    messages = [text_message(Role.MESSAGE_ROLE_USER, turn.user)]
+    if turn.tool is not None:
+        call = common_pb2.ToolCallBlock(
+            id=turn.tool.call_id,
+            name=turn.tool.name,
+            arguments=common_pb2.JsonValue(json=json.dumps(turn.tool.arguments)),
+        )
+        messages.append(
+            common_pb2.ConversationMessage(
+                role=Role.MESSAGE_ROLE_ASSISTANT, content=[common_pb2.ContentBlock(tool_call=call)]
+            )
+        )
+        result = common_pb2.ToolResultBlock(
+            tool_call_id=turn.tool.call_id,
+            tool_name=turn.tool.name,
+            content=[common_pb2.ContentBlock(text=common_pb2.TextBlock(text=turn.tool.output))],
+        )
+        messages.append(
+            common_pb2.ConversationMessage(
+                role=Role.MESSAGE_ROLE_TOOL_RESULT, content=[common_pb2.ContentBlock(tool_result=result)]
+            )
+        )
+    messages.append(text_message(Role.MESSAGE_ROLE_ASSISTANT, turn.assistant))
+    return messages
+
+
+@dataclass
+class Series:
+    """One way of storing the turns: latencies (ms) and, for the engine, the OpenViking calls of
+    each call counted on its own capture host's client (`log`)."""
+
+    name: str
+    log: CallLog | None = None
+    latencies: list[float] = field(default_factory=list)
+    waited: list[int] = field(default_factory=list)
+    total: list[int] = field(default_factory=list)
+    _last: tuple[float, float, int] | None = None
+    """The previous call (started, answered, its first request), counted once the next starts."""
+
+    async def time(self, call: Awaitable[object], *, steady: bool) -> None:
+        first = self.log.mark() if self.log else 0
+        self.close_previous(first)
+        started = time.perf_counter()
+        await call
+        answered = time.perf_counter()
+        self.latencies += [(answered - started) * 1000] if steady else []
+        self._last = (started, answered, first) if steady else None
+
+    def close_previous(self, until: int) -> None:
+        """Count the previous call's requests: answered before it was, and all it caused (its
+        release and turn index are written after it answered, until this host's next call)."""
+        if self.log is None or self._last is None:
+            return
+        _, answered, first = self._last
+        calls = self.log.calls[first:until]
+        self.waited.append(sum(1 for c in calls if c.finished is not None and c.finished <= answered))
+        self.total.append(len(calls))
+        self._last = None
+
+
+async def start_capture(base_url: str, log: CallLog) -> ServiceHost:
+    """Capture + compaction in this process (as `--service all` runs them), counted by `log`."""
+    settings = load_settings(environ={}, overrides={"baseUrl": base_url, "grpcPort": 0, **OUT_OF_REACH})
+    ov = build_openviking_client(settings, http_transport=log)
+    host_ref: list[ServiceHost] = []
+    context = ServiceContext(settings=settings, openviking=ov, compaction_target=lambda: host_ref[0].address)
+    host = ServiceHost(
+        settings, [build_capture_service(context), build_compaction_service(context)], closers=[ov.aclose]
+    )
+    host_ref.append(host)
+    await host.start(0)
+    return host
+
+
+async def measure(base_url: str, sessions: int, turns: int, seed: int) -> list[Series]:
+    after = Series("engine AfterTurn (whole transcript)", CallLog())
+    commit = Series("engine CommitTurn (the turn)", CallLog())
+    append = Series("OpenViking batch append (the turn)")
+    assert after.log is not None and commit.log is not None
+    hosts = [await start_capture(base_url, after.log), await start_capture(base_url, commit.log)]
+    run = uuid.uuid4().hex[:6]
+    try:
+        async with (
+            aio.insecure_channel(hosts[0].address) as after_channel,
+            aio.insecure_channel(hosts[1].address) as commit_channel,
+            httpx.AsyncClient(base_url=base_url, timeout=60) as http,
+        ):
+            after_stub = capture_pb2_grpc.CaptureServiceStub(after_channel)
+            commit_stub = capture_pb2_grpc.CaptureServiceStub(commit_channel)
+            for session in generate(sessions, turns, seed).sessions:
+                user = f"{session.user_id}-{run}"
+                who, fenced = (
+                    common_pb2.Identity(
+                        account_id=ACCOUNT,
+                        user_id=user,
+                        agent_id=AGENT,
+                        session_id=f"{kind}-{session.session_id}-{run}",
+                    )
+                    for kind in ("after", "commit")
+                )
+                stream_id = parse_identity(who, default_agent_id=AGENT, session_required=True).stream_id
+                raw_session = f"ce-raw-{session.session_id}-{run}"
+                headers = {"X-OpenViking-Account": ACCOUNT, "X-OpenViking-User": user}
+                transcript: list[common_pb2.ConversationMessage] = []
+                for turn in session.turns:
+                    messages = host_messages(turn)
+                    pre = len(transcript)
+                    transcript.extend(messages)
+                    steady = turn.index > 0
+                    await after.time(
+                        after_stub.AfterTurn(
+                            capture_pb2.AfterTurnRequest(
+                                identity=who, messages=transcript, pre_prompt_message_count=pre
+                            ),
+                            timeout=60,
+                        ),
+                        steady=steady,
+                    )
+                    await commit.time(
+                        commit_stub.CommitTurn(
+                            capture_pb2.CommitTurnRequest(
+                                identity=fenced,
+                                messages=messages,
+                                advancement_key=f"turn-{turn.index}",
+                            ),
+                            timeout=60,
+                        ),
+                        steady=steady,
+                    )
+                    body = [
+                        openviking_message(stream_id, pre + i, m).to_body() for i, m in enumerate(messages)
+                    ]
+                    await append.time(raw_append(http, raw_session, headers, body), steady=steady)
+            await asyncio.sleep(1.0)  # the last turns' releases and index writes
+            after.close_previous(after.log.mark())
+            commit.close_previous(commit.log.mark())
+    finally:
+        for host in hosts:
+            await host.stop()
+    return [after, commit, append]
+
+
+async def raw_append(
+    http: httpx.AsyncClient, session_id: str, headers: dict[str, str], messages: list[dict[str, object]]
+) -> None:
+    """One `messages/batch` request, as the engine's append sends it."""
+    response = await http.post(
+        f"/api/v1/sessions/{session_id}/messages/batch", json={"messages": messages}, headers=headers
+    )
+    response.raise_for_status()
+
+
+def quantiles(values: list[float]) -> tuple[float, float]:
+    return statistics.median(values), statistics.quantiles(values, n=20)[18]
+
+
+def table(series: list[Series]) -> str:
+    """Markdown table; the last series is the baseline the p50 ratio is taken against."""
+    baseline = quantiles(series[-1].latencies)[0]
+    rows = [
+        "| path | n | p50 ms | p95 ms | p50 / OpenViking append | OpenViking calls/RPC: waited | all |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for one in series:
+        p50, p95 = quantiles(one.latencies)
+        waited = f"{statistics.mean(one.waited):.2f}" if one.waited else "1"
+        total = f"{statistics.mean(one.total):.2f}" if one.total else "1"
+        cells = [one.name, str(len(one.latencies)), f"{p50:.1f}", f"{p95:.1f}", f"{p50 / baseline:.2f}"]
+        rows.append("| " + " | ".join([*cells, waited, total]) + " |")
+    return "\n".join(rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--embeddings-url", default=None, help="reuse this embedding server (.../v1)")
+    parser.add_argument("--sessions", type=int, default=6)
+    parser.add_argument("--turns", type=int, default=25)
+    parser.add_argument("--seed", type=int, default=16)
+    args = parser.parse_args()
+    ensure_offline_tiktoken()
+    with tempfile.TemporaryDirectory() as workdir:
+        stack = LocalStack(
+            StackSettings(
+                openviking_data_dir=Path(workdir) / "openviking",
+                openviking_port=0,
+                embeddings_port=0,
+                embeddings_url=args.embeddings_url,
+            )
+        )
+        with stack:
+            series = asyncio.run(measure(stack.openviking_url, args.sessions, args.turns, args.seed))
+    print(f"capture path: {args.sessions} sessions x {args.turns - 1} steady turns, 1 caller, interleaved")
+    print(table(series))
+
+
+if __name__ == "__main__":
+    main()
