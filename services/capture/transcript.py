@@ -42,10 +42,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from contextengine.v1 import common_pb2
-
+from services.capture.claim_repair import ClaimRepair, landed_release, message_counts
 from services.capture.claims import (
-    ABANDONED_AT,
     STALE_CLAIM_SECONDS,
     Candidate,
     ClaimHolder,
@@ -54,10 +52,10 @@ from services.capture.claims import (
     claimer,
     is_stale,
 )
-from services.capture.landed_claims import all_landed, landed_messages, worth_reading_back
-from services.capture.releases import OwedReleases, Release
+from services.capture.landed_claims import worth_reading_back
+from services.capture.releases import OwedReleases
 from services.compaction.transcript import session_turns
-from shared.domain.envelope import HOST_ID_PREFIX, openviking_message, texts_of
+from shared.domain.envelope import HOST_ID_PREFIX, openviking_message
 from shared.domain.identity import RequestIdentity
 from shared.domain.stream_state import PendingWrite, StreamState, StreamStateStore, utc_now
 from shared.errors import Aborted, BackendNotFound
@@ -77,8 +75,6 @@ CLAIM_POLL_SECONDS = 0.03
 MAX_CLAIM_WAIT_SECONDS = STALE_CLAIM_SECONDS + 5.0
 READ_ALL_TOKEN_BUDGET = 100_000_000
 """Token budget for reading every live message of a session."""
-
-Role = common_pb2.MessageRole
 
 
 ReleaseHook = Callable[[StreamState], bool]
@@ -101,35 +97,6 @@ class WriteResult:
     claim was released by another replica's repair meanwhile, or nothing was claimed)."""
 
 
-def _counts(messages: Sequence[common_pb2.ConversationMessage], counter: TokenCounter) -> tuple[int, int]:
-    """(user turns, tokens) of the messages."""
-    turns = sum(1 for m in messages if m.role == Role.MESSAGE_ROLE_USER)
-    tokens = sum(counter.count_message(texts_of(m)) for m in messages)
-    return turns, tokens
-
-
-def _add_counts(state: StreamState, turns: int, tokens: int) -> None:
-    state.turns_since_compaction += turns
-    state.tokens_since_compaction += tokens
-    state.active_tokens += tokens
-
-
-def landed_release(held: PendingWrite, new_last: int, turns: int, tokens: int) -> Release:
-    """The release of `held`, whose messages landed through `new_last` (`turns`, `tokens` of them)."""
-
-    def release(current: StreamState) -> bool:
-        if current.pending_write != held:
-            return False  # released already, or repaired by another replica that counted it
-        current.pending_write = None
-        current.last_sequence = new_last
-        current.unsettled = [u for u in current.unsettled if u.end_sequence > new_last]
-        current.record_turn_progress(held, new_last, whole=True)
-        _add_counts(current, turns, tokens)
-        return True
-
-    return release
-
-
 def _overlapping(unsettled: Sequence[PendingWrite], start: int, end: int) -> list[PendingWrite]:
     return [u for u in unsettled if u.start_sequence <= end and start <= u.end_sequence]
 
@@ -149,6 +116,7 @@ class TranscriptWriter:
         self._clock = clock
         self._append_timeout = append_timeout
         self._releases = releases or OwedReleases(states)
+        self._repair = ClaimRepair(openviking, states, clock)
         self._jobs: set[asyncio.Task[WriteResult]] = set()
 
     @property
@@ -250,7 +218,7 @@ class TranscriptWriter:
                     )
             except BaseException:
                 await holder.__aexit__()
-                await self._abandon(identity, holder.claim)
+                await self._repair.abandon(identity, holder.claim)
                 raise
         if landed:
             log.warning(
@@ -260,7 +228,7 @@ class TranscriptWriter:
             )
         messages = [c.message for c in kept if c.message is not None]
         held = holder.claim
-        release = landed_release(held, new_last, *_counts(messages, counter))
+        release = landed_release(held, new_last, *message_counts(messages, counter))
         predicted = claimed_state.model_copy(deep=True)
         predicted.pending_write = held
         release(predicted)
@@ -289,7 +257,7 @@ class TranscriptWriter:
         try:
             result.state, _ = await self._states.update(identity, release_with_hook)
         except BaseException:
-            await self._abandon(identity, held)
+            await self._repair.abandon(identity, held)
             raise
         result.released = released[0] if released else None
         return result
@@ -338,95 +306,16 @@ class TranscriptWriter:
             if state.pending_write is None:
                 return None, None, state  # nothing left to claim: all of it is someone else's
             if is_stale(state.pending_write, now):
-                await self.repair(identity, state.pending_write, counter, deadline=deadline)
+                await self._repair.repair(identity, state.pending_write, counter, deadline=deadline)
                 continue
             held = state.pending_write
             if held != read_back and worth_reading_back(held, now):
                 read_back = held  # once per claim version: a live owner refreshes it
-                if await self._settle_landed(identity, held, counter, deadline):
+                if await self._repair.settle_landed(identity, held, counter, deadline):
                     continue
             if time.monotonic() >= give_up:
                 raise Aborted(f"stream {identity.buffer_key} is busy with another write; retry the call")
             await asyncio.sleep(CLAIM_POLL_SECONDS)
-
-    async def _settle_landed(
-        self, identity: RequestIdentity, claim: PendingWrite, counter: TokenCounter, deadline: float | None
-    ) -> bool:
-        """Release `claim` for an owner that never did, if all its messages landed (it is done)."""
-        landed = await landed_messages(self._ov, identity.tenant, claim, deadline=deadline)
-        if not all_landed(claim, landed):
-            return False
-        release = landed_release(claim, claim.end_sequence, *_counts(list(landed.values()), counter))
-        _, written = await self._states.update(
-            identity, lambda current: current if release(current) else None, deadline=deadline
-        )
-        if written:
-            log.warning("settled the landed claim %d..%d of %s for its owner", claim.start_sequence,
-                        claim.end_sequence, identity.buffer_key)  # fmt: skip
-        return True
-
-    async def _abandon(self, identity: RequestIdentity, claim: PendingWrite) -> None:
-        """Best effort: mark our claim for immediate repair (what landed is unknown)."""
-        abandoned = claim.model_copy(update={"claimed_at": ABANDONED_AT})
-
-        def mark(current: StreamState) -> StreamState | None:
-            if current.pending_write != claim:
-                return None
-            current.pending_write = abandoned
-            return current
-
-        try:
-            await asyncio.shield(self._states.update(identity, mark))
-        except Exception:  # the stale-claim repair covers it later
-            log.warning("could not mark claim %s of %s for repair", claim, identity.buffer_key, exc_info=True)
-
-    async def repair(
-        self,
-        identity: RequestIdentity,
-        stale: PendingWrite,
-        counter: TokenCounter,
-        *,
-        deadline: float | None = None,
-    ) -> None:
-        """Take over a stale claim, keep what landed (live or archived), roll back past the rest."""
-        takeover = stale.model_copy(update={"claimed_at": self._clock()})
-
-        def take(current: StreamState) -> StreamState | None:
-            if current.pending_write != stale:
-                return None
-            current.pending_write = takeover
-            return current
-
-        _, won = await self._states.update(identity, take, deadline=deadline)
-        if not won:
-            return
-        landed = await landed_messages(self._ov, identity.tenant, stale, deadline=deadline)
-        turns, tokens = _counts(list(landed.values()), counter)
-        new_last = max(landed) if landed else stale.start_sequence - 1
-        whole = len(landed) == stale.end_sequence - stale.start_sequence + 1
-        log.warning(
-            "repaired claim %d..%d of %s: %d landed, last_sequence -> %d",
-            stale.start_sequence,
-            stale.end_sequence,
-            identity.buffer_key,
-            len(landed),
-            new_last,
-        )
-        rolled_back = []
-        if new_last < stale.end_sequence:
-            rolled_back.append(stale.model_copy(update={"start_sequence": new_last + 1}))
-
-        def finish(current: StreamState) -> StreamState | None:
-            if current.pending_write != takeover:
-                return None
-            current.pending_write = None
-            current.last_sequence = new_last
-            current.unsettled = [*current.unsettled, *rolled_back]
-            current.record_turn_progress(stale, new_last, whole=whole)
-            _add_counts(current, turns, tokens)
-            return current
-
-        await self._states.update(identity, finish, deadline=deadline)
 
     async def session_messages(
         self, tenant: Tenant, session_id: str, deadline: float | None

@@ -27,6 +27,7 @@ import pytest
 from contextengine.v1 import common_pb2, compaction_pb2
 from grpc import aio
 
+from services.capture.claim_repair import ClaimRepair
 from services.capture.claims import STALE_CLAIM_SECONDS
 from services.capture.landed_claims import SETTLE_AFTER_SECONDS
 from services.capture.transcript import Candidate, ClaimPlan, TranscriptWriter
@@ -175,7 +176,7 @@ async def test_4_append_landing_after_the_repair_is_recognised_by_turn_id(
                 await impatient.write(identity, plan, COUNTER)  # type: ignore[arg-type]
             abandoned = (await states.load(identity)).pending_write  # type: ignore[union-attr]
             assert abandoned is not None
-            await healthy.repair(identity, abandoned, COUNTER)
+            await ClaimRepair(ov, states, utc_now).repair(identity, abandoned, COUNTER)
             rolled_back = await states.load(identity)
             assert rolled_back is not None and rolled_back.last_sequence == -1 and rolled_back.unsettled
             await asyncio.wait_for(held.delivered.wait(), 10)  # ... and now the append lands
