@@ -21,14 +21,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import statistics
-import tempfile
 import time
 import uuid
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import httpx
 from contextengine.v1 import capture_pb2, capture_pb2_grpc, common_pb2
@@ -39,14 +36,14 @@ from services.compaction import build_compaction_service
 from shared.config import load_settings
 from shared.domain.envelope import openviking_message
 from shared.domain.identity import parse_identity
-from shared.localstack.stack import LocalStack, StackSettings
 from shared.runtime.context import ServiceContext, build_openviking_client
 from shared.runtime.server import ServiceHost
 from shared.tokens import ensure_offline_tiktoken
-from tests.bench.workload import Turn, generate
+from tests.bench.common import turn_messages
+from tests.bench.workload import generate
 from tests.support.call_log import CallLog
+from tests.support.private_stack import private_stack
 
-Role = common_pb2.MessageRole
 ACCOUNT = "capbench"
 AGENT = "main"
 OUT_OF_REACH = {
@@ -56,40 +53,6 @@ OUT_OF_REACH = {
     "defaultTokenBudget": 1_000_000_000,
 }
 """No compaction trigger fires: every turn is the steady path."""
-
-
-def text_message(role: int, text: str) -> common_pb2.ConversationMessage:
-    return common_pb2.ConversationMessage(
-        role=role, content=[common_pb2.ContentBlock(text=common_pb2.TextBlock(text=text))]
-    )
-
-
-def host_messages(turn: Turn) -> list[common_pb2.ConversationMessage]:
-    """The turn as a host sends it: the prompt, the tool call and its output (if any), the answer."""
-    messages = [text_message(Role.MESSAGE_ROLE_USER, turn.user)]
-    if turn.tool is not None:
-        call = common_pb2.ToolCallBlock(
-            id=turn.tool.call_id,
-            name=turn.tool.name,
-            arguments=common_pb2.JsonValue(json=json.dumps(turn.tool.arguments)),
-        )
-        messages.append(
-            common_pb2.ConversationMessage(
-                role=Role.MESSAGE_ROLE_ASSISTANT, content=[common_pb2.ContentBlock(tool_call=call)]
-            )
-        )
-        result = common_pb2.ToolResultBlock(
-            tool_call_id=turn.tool.call_id,
-            tool_name=turn.tool.name,
-            content=[common_pb2.ContentBlock(text=common_pb2.TextBlock(text=turn.tool.output))],
-        )
-        messages.append(
-            common_pb2.ConversationMessage(
-                role=Role.MESSAGE_ROLE_TOOL_RESULT, content=[common_pb2.ContentBlock(tool_result=result)]
-            )
-        )
-    messages.append(text_message(Role.MESSAGE_ROLE_ASSISTANT, turn.assistant))
-    return messages
 
 
 @dataclass
@@ -171,7 +134,8 @@ async def measure(base_url: str, sessions: int, turns: int, seed: int) -> list[S
                 headers = {"X-OpenViking-Account": ACCOUNT, "X-OpenViking-User": user}
                 transcript: list[common_pb2.ConversationMessage] = []
                 for turn in session.turns:
-                    messages = host_messages(turn)
+                    user_message, rest = turn_messages(turn, session.session_id)
+                    messages = [user_message, *rest]
                     pre = len(transcript)
                     transcript.extend(messages)
                     steady = turn.index > 0
@@ -248,17 +212,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=16)
     args = parser.parse_args()
     ensure_offline_tiktoken()
-    with tempfile.TemporaryDirectory() as workdir:
-        stack = LocalStack(
-            StackSettings(
-                openviking_data_dir=Path(workdir) / "openviking",
-                openviking_port=0,
-                embeddings_port=0,
-                embeddings_url=args.embeddings_url,
-            )
-        )
-        with stack:
-            series = asyncio.run(measure(stack.openviking_url, args.sessions, args.turns, args.seed))
+    with private_stack(args.embeddings_url) as stack:
+        series = asyncio.run(measure(stack.openviking_url, args.sessions, args.turns, args.seed))
     print(f"capture path: {args.sessions} sessions x {args.turns - 1} steady turns, 1 caller, interleaved")
     print(table(series))
 

@@ -12,19 +12,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
-import tempfile
 import time
 import uuid
-from pathlib import Path
 
 from contextengine.v1 import capture_pb2_grpc, common_pb2
 from grpc import aio
 
 from shared.config import load_settings
 from shared.localstack.processes import free_port
-from shared.localstack.stack import LocalStack, StackSettings
 from shared.runtime.main import start_host
 from tests.chaos.host import HostSession
+from tests.support.private_stack import private_stack
 
 
 def _quantiles(values: list[float]) -> tuple[float, float]:
@@ -67,17 +65,8 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=24)
     parser.add_argument("--threshold", type=int, default=4)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as workdir:
-        stack = LocalStack(
-            StackSettings(
-                openviking_data_dir=Path(workdir) / "openviking",
-                openviking_port=0,
-                embeddings_port=0,
-                embeddings_url=args.embeddings_url,
-            )
-        )
-        with stack:
-            timings = asyncio.run(measure(stack.openviking_url, args.sessions, args.turns, args.threshold))
+    with private_stack(args.embeddings_url) as stack:
+        timings = asyncio.run(measure(stack.openviking_url, args.sessions, args.turns, args.threshold))
     firing, quiet = _quantiles(timings["firing"]), _quantiles(timings["quiet"])
     print(f"firing turns: n={len(timings['firing'])} p50={firing[0]:.1f} ms p90={firing[1]:.1f} ms")
     print(f"quiet turns:  n={len(timings['quiet'])} p50={quiet[0]:.1f} ms p90={quiet[1]:.1f} ms")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -160,6 +161,10 @@ async def phase_openviking_raw(
     rec = Recorder()
     stop_at = time.monotonic() + args.level_seconds / 3
 
+    def memories_find(user: str, query: str, **extra: Any) -> Awaitable[Any]:
+        body = {"query": query, "target_uri": "viking://~/memories", "limit": 12, "score_threshold": 0.0}
+        return rec.time("ov.find", ov_call(http, "POST", "/api/v1/search/find", user, json=body | extra))
+
     async def worker(session: Session) -> int:
         session_id = f"raw{level}-{session.session_id}"
         user = session.user_id
@@ -171,37 +176,8 @@ async def phase_openviking_raw(
             query = turn.user[:400]
             start = time.perf_counter()
             await asyncio.gather(
-                rec.time(
-                    "ov.find",
-                    ov_call(
-                        http,
-                        "POST",
-                        "/api/v1/search/find",
-                        user,
-                        json={
-                            "query": query,
-                            "target_uri": "viking://~/memories",
-                            "limit": 12,
-                            "score_threshold": 0.0,
-                        },
-                    ),
-                ),
-                rec.time(
-                    "ov.find",
-                    ov_call(
-                        http,
-                        "POST",
-                        "/api/v1/search/find",
-                        user,
-                        json={
-                            "query": query,
-                            "target_uri": "viking://~/memories",
-                            "limit": 12,
-                            "score_threshold": 0.0,
-                            "tags": [f"agent={AGENT}"],
-                        },
-                    ),
-                ),
+                memories_find(user, query),
+                memories_find(user, query, tags=[f"agent={AGENT}"]),
                 rec.time(
                     "ov.session_context",
                     ov_call(
