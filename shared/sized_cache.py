@@ -29,13 +29,16 @@ def message_key(message: common_pb2.ConversationMessage) -> MessageKey:
 
 
 class SizedCache(Generic[K, V]):
-    """At most `capacity` entries; the least recently used one goes first."""
+    """Entries whose weights (1 each unless `put` says otherwise) add up to at most `capacity`;
+    the least recently used ones go first."""
 
     def __init__(self, capacity: int) -> None:
         if capacity < 1:
             raise ValueError("capacity must be >= 1")
         self._capacity = capacity
         self._entries: OrderedDict[K, V] = OrderedDict()
+        self._weights: dict[K, int] = {}
+        self._weight = 0
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -46,14 +49,23 @@ class SizedCache(Generic[K, V]):
             self._entries.move_to_end(key)
         return value
 
-    def put(self, key: K, value: V) -> None:
+    def put(self, key: K, value: V, weight: int = 1) -> None:
+        """Keep `value`; an entry heavier than the whole capacity is not kept."""
+        self.pop(key)
+        if weight > self._capacity:
+            return
         self._entries[key] = value
-        self._entries.move_to_end(key)
-        if len(self._entries) > self._capacity:
-            self._entries.popitem(last=False)
+        self._weights[key] = weight
+        self._weight += weight
+        while self._weight > self._capacity:
+            oldest, _ = self._entries.popitem(last=False)
+            self._weight -= self._weights.pop(oldest)
 
     def pop(self, key: K) -> V | None:
+        self._weight -= self._weights.pop(key, 0)
         return self._entries.pop(key, None)
 
     def clear(self) -> None:
         self._entries.clear()
+        self._weights.clear()
+        self._weight = 0

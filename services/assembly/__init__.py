@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from contextengine.v1 import assembly_pb2_grpc
+from contextengine.v1 import assembly_pb2
 from grpc import aio
 
 from services.assembly.ports import AssemblyBackend
+from services.assembly.request_wire import parse_assemble_wire
 from services.assembly.servicer import AssemblyService
 from services.assembly.summaries import OpenVikingSessionSummaries, SummarySource, stream_sessions
 from shared.config import Settings
@@ -14,6 +15,7 @@ from shared.domain.memory_changes import MemoryChanges
 from shared.domain.stream_state import StreamStateStore
 from shared.openviking.client import OpenVikingClient
 from shared.runtime.context import ServiceContext
+from shared.runtime.handlers import add_unary_service
 from shared.runtime.server import ServiceSpec
 
 SERVICE_NAME = "contextengine.v1.AssemblyService"
@@ -55,6 +57,12 @@ def assembly_service_spec(
 
 def _spec(servicer: AssemblyService) -> ServiceSpec:
     def register(server: aio.Server) -> None:
-        assembly_pb2_grpc.add_AssemblyServiceServicer_to_server(servicer, server)
+        # Assemble takes its host messages as wire bytes: only new messages are decoded.
+        add_unary_service(
+            server,
+            assembly_pb2.DESCRIPTOR.services_by_name["AssemblyService"],
+            servicer,
+            {"Assemble": (servicer.assemble_wire, parse_assemble_wire)},
+        )
 
     return ServiceSpec(name=SERVICE_NAME, register=register)

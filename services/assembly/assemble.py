@@ -43,7 +43,7 @@ from services.assembly.turns import split_turns
 from shared.config import Settings
 from shared.domain.envelope import turn_id_for
 from shared.domain.identity import RequestIdentity
-from shared.domain.messages import MessageShape
+from shared.domain.messages import MessageKeys, MessageShape
 from shared.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
@@ -214,11 +214,12 @@ async def assemble_context(
             memories=[item.for_injection() for item in outcome.items],
         )
     turns = split_turns(messages, shapes)
+    keys = MessageKeys(messages, shapes) if shapes is not None else MessageKeys()
     packed = pack_context(
         budget=budget,
         turns=turns,
         recent_raw_turn_count=settings.recent_raw_turn_count,
-        count=MessageTokens(counter, token_counts),
+        count=MessageTokens(counter, token_counts, keys),
         profile_blocks=retrieved.profile.blocks,
         summaries=retrieved.summaries,
         recall=plan,
@@ -235,7 +236,7 @@ async def assemble_context(
         profile_blocks=packed.profile_blocks,
         recalled_memories=[item.to_proto(query.query) for item in recalled],
         compact_summaries=packed.summaries,
-        recent_raw_turns=turn_envelopes(packed.recent_turns, identity, envelopes),
+        recent_raw_turns=turn_envelopes(packed.recent_turns, identity, envelopes, keys),
         injected_messages=packed.injected,
         estimated_tokens=packed.estimated_tokens,
         tokens=packed.tokens,

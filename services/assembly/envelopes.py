@@ -9,7 +9,8 @@ from contextengine.v1 import common_pb2, envelope_pb2
 
 from services.assembly.turns import Turn
 from shared.domain.identity import RequestIdentity
-from shared.sized_cache import MessageKey, SizedCache, message_key
+from shared.domain.messages import MessageKeys
+from shared.sized_cache import MessageKey, SizedCache
 
 _ROLES = {
     common_pb2.MESSAGE_ROLE_USER: envelope_pb2.ENVELOPE_ROLE_USER,
@@ -89,8 +90,12 @@ EnvelopeCache = SizedCache[tuple[str, int, MessageKey], envelope_pb2.TurnEnvelop
 
 
 def turn_envelopes(
-    turns: Sequence[Turn], identity: RequestIdentity, cache: EnvelopeCache | None = None
+    turns: Sequence[Turn],
+    identity: RequestIdentity,
+    cache: EnvelopeCache | None = None,
+    keys: MessageKeys | None = None,
 ) -> list[envelope_pb2.TurnEnvelope]:
+    key_of = keys or MessageKeys()
     out: list[envelope_pb2.TurnEnvelope] = []
     for turn in turns:
         for offset, message in enumerate(turn.messages):
@@ -98,7 +103,7 @@ def turn_envelopes(
             if cache is None:
                 out.append(message_envelope(message, sequence, identity))
                 continue
-            key = (identity.buffer_key, sequence, message_key(message))
+            key = (identity.buffer_key, sequence, key_of(message))
             envelope = cache.get(key)
             if envelope is None:
                 envelope = message_envelope(message, sequence, identity)

@@ -15,21 +15,21 @@ from services.assembly.assemble import (
     retrieval_deadline,
 )
 from services.assembly.envelopes import ENVELOPES, EnvelopeCache
+from services.assembly.host_messages import HostMessageCache, host_messages
 from services.assembly.ports import AssemblyBackend
 from services.assembly.profile import ProfileCache
+from services.assembly.request_wire import AssembleWire, as_wire
 from services.assembly.summaries import SummarySource
 from services.assembly.token_counts import TokenCountCache
 from shared.config import Settings
 from shared.domain.identity import request_identity
 from shared.domain.memory_changes import MemoryChanges
-from shared.domain.messages import MAX_TEXT_CHARS, ValidatedMessages, validate_messages
+from shared.domain.messages import MAX_TEXT_CHARS
 from shared.errors import FailedPrecondition, InvalidArgument
 from shared.telemetry import attributes as attr
 from shared.telemetry.metrics import record_assembled_tokens, record_recall_hits
 
 MAX_RECALL_LIMIT = 100
-VALIDATED_MESSAGES = 100_000
-"""Messages whose validation a replica remembers (~100 B each)."""
 
 Context = aio.ServicerContext[Any, Any]
 
@@ -46,7 +46,7 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
         self._backend = backend
         self._summaries = summaries
         self._token_counts = TokenCountCache()
-        self._validated = ValidatedMessages(VALIDATED_MESSAGES)
+        self._host_messages = HostMessageCache()
         self._envelopes = EnvelopeCache(ENVELOPES)
         self._profiles = ProfileCache()
         if memory_changes is not None:
@@ -60,6 +60,11 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
     async def Assemble(  # noqa: N802 - gRPC method name
         self, request: assembly_pb2.AssembleRequest, context: Context
     ) -> assembly_pb2.AssembleResponse:
+        """An in-process caller's request; the server hands `assemble_wire` the request as it
+        arrives (`services.assembly.request_wire`)."""
+        return await self.assemble_wire(as_wire(request), context)
+
+    async def assemble_wire(self, request: AssembleWire, context: Context) -> assembly_pb2.AssembleResponse:
         identity = request_identity(request.identity, self._settings, session_required=True)
         attr.set_identity(
             account_id=identity.tenant.account_id, session_id=identity.session_id, agent_id=identity.agent_id
@@ -68,15 +73,14 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
             raise InvalidArgument("token_budget", "must be >= 0 (0 means the configured default)")
         if len(request.prompt) > MAX_TEXT_CHARS:
             raise InvalidArgument("prompt", f"is longer than {MAX_TEXT_CHARS} characters")
-        messages = list(request.messages)
-        shapes = validate_messages(messages, validated=self._validated)
+        transcript = host_messages(request.messages, self._host_messages)
         result = await assemble_context(
             self._backend,
             self._summaries,
             self._settings,
             identity,
-            messages,
-            shapes=shapes,
+            transcript.messages,
+            shapes=transcript.shapes,
             envelopes=self._envelopes,
             token_budget=request.token_budget,
             model=request.model,

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 from contextengine.v1 import common_pb2
 
-from shared.domain.messages import image_count, message_texts
-from shared.sized_cache import MessageKey, SizedCache, message_key
+from shared.domain.messages import MessageKeys, image_count, message_texts
+from shared.sized_cache import MessageKey, SizedCache
 from shared.tokens import TokenCounter
 
 IMAGE_TOKENS = 85
@@ -30,16 +30,19 @@ class MessageTokens:
     """Token counts per message: once per message object within one call, and across calls
     through `shared` (keyed by encoding and content digest)."""
 
-    def __init__(self, counter: TokenCounter, shared: TokenCountCache | None = None) -> None:
+    def __init__(
+        self, counter: TokenCounter, shared: TokenCountCache | None = None, keys: MessageKeys | None = None
+    ) -> None:
         self.counter = counter
         self._shared = shared
+        self._keys = keys or MessageKeys()
         self._cache: dict[int, tuple[common_pb2.ConversationMessage, int]] = {}
 
     def __call__(self, message: common_pb2.ConversationMessage) -> int:
         hit = self._cache.get(id(message))
         if hit is not None and hit[0] is message:
             return hit[1]
-        key = (self.counter.encoding_name, message_key(message))
+        key = (self.counter.encoding_name, self._keys(message))
         tokens = self._shared.get(key) if self._shared is not None else None
         if tokens is None:
             tokens = self.counter.count_message(message_texts(message)) + IMAGE_TOKENS * image_count(message)

@@ -81,6 +81,35 @@ ValidatedMessages = SizedCache[MessageKey, MessageShape]
 """Shapes of messages already validated, by content (a host resends its whole transcript)."""
 
 
+class TranscriptCheck:
+    """Validation of one transcript, message by message in order: whether a tool result is in
+    place depends on the messages before it (the call it answers came earlier)."""
+
+    def __init__(self, field: str = "messages") -> None:
+        self._field = field
+        self._calls: set[str] = set()
+
+    def check_count(self, count: int) -> None:
+        if count > MAX_MESSAGES:
+            raise InvalidArgument(self._field, f"has more than {MAX_MESSAGES} messages")
+
+    def new(self, index: int, message: common_pb2.ConversationMessage, key: MessageKey) -> MessageShape:
+        """Validate a message not seen before; raise `InvalidArgument` naming its bad field."""
+        shape = _validate_message(message, key, f"{self._field}[{index}]", self._calls)
+        self._calls.update(shape.call_ids)
+        return shape
+
+    def known(self, index: int, shape: MessageShape) -> MessageShape:
+        """A message validated by an earlier call (same content): only its place is checked."""
+        if shape.answers and shape.answers not in self._calls:
+            raise InvalidArgument(
+                f"{self._field}[{index}].content[0].tool_result.tool_call_id",
+                "does not match an earlier assistant tool call",
+            )
+        self._calls.update(shape.call_ids)
+        return shape
+
+
 def validate_messages(
     messages: Sequence[common_pb2.ConversationMessage],
     field: str = "messages",
@@ -95,25 +124,37 @@ def validate_messages(
     A message found in `validated` (same content, checked by an earlier call) is not checked
     again; only its place in this transcript (the call it answers came earlier) is.
     """
-    if len(messages) > MAX_MESSAGES:
-        raise InvalidArgument(field, f"has more than {MAX_MESSAGES} messages")
-    seen_calls: set[str] = set()
+    check = TranscriptCheck(field)
+    check.check_count(len(messages))
     shapes: list[MessageShape] = []
     for i, message in enumerate(messages):
         key = message_key(message)
         shape = validated.get(key) if validated is not None else None
-        if shape is None:
-            shape = _validate_message(message, key, f"{field}[{i}]", seen_calls)
-            if validated is not None:
-                validated.put(key, shape)
-        elif shape.answers and shape.answers not in seen_calls:
-            raise InvalidArgument(
-                f"{field}[{i}].content[0].tool_result.tool_call_id",
-                "does not match an earlier assistant tool call",
-            )
-        seen_calls.update(shape.call_ids)
+        if shape is not None:
+            shapes.append(check.known(i, shape))
+            continue
+        shape = check.new(i, message, key)
+        if validated is not None:
+            validated.put(key, shape)
         shapes.append(shape)
     return shapes
+
+
+class MessageKeys:
+    """Content keys of one call's messages: those its validation found, the rest computed."""
+
+    def __init__(
+        self,
+        messages: Sequence[common_pb2.ConversationMessage] = (),
+        shapes: Sequence[MessageShape] = (),
+    ) -> None:
+        self._known = {id(m): (m, s.key) for m, s in zip(messages, shapes, strict=True)}
+
+    def __call__(self, message: common_pb2.ConversationMessage) -> MessageKey:
+        hit = self._known.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        return message_key(message)
 
 
 def _validate_message(

@@ -18,8 +18,8 @@ from shared.runtime.server import ServiceHost
 
 
 @asynccontextmanager
-async def assembly_stub(settings: Settings, backend: OpenVikingClient) -> AsyncIterator[Any]:
-    """AssemblyService on a real in-process gRPC server (port 0), and a stub connected to it.
+async def assembly_channel(settings: Settings, backend: OpenVikingClient) -> AsyncIterator[aio.Channel]:
+    """AssemblyService on a real in-process gRPC server (port 0), and a channel connected to it.
 
     Its summaries are the real ones: archive overviews of the stream's OpenViking sessions.
     """
@@ -28,10 +28,17 @@ async def assembly_stub(settings: Settings, backend: OpenVikingClient) -> AsyncI
     port = await host.start(port=0)
     channel = aio.insecure_channel(f"{settings.grpc_host}:{port}")
     try:
-        yield assembly_pb2_grpc.AssemblyServiceStub(channel)
+        yield channel
     finally:
         await channel.close()
         await host.stop()
+
+
+@asynccontextmanager
+async def assembly_stub(settings: Settings, backend: OpenVikingClient) -> AsyncIterator[Any]:
+    """A stub of the AssemblyService served as `assembly_channel` serves it."""
+    async with assembly_channel(settings, backend) as channel:
+        yield assembly_pb2_grpc.AssemblyServiceStub(channel)
 
 
 def status_of(error: BaseException) -> grpc.StatusCode:

@@ -32,7 +32,7 @@ from shared.domain.memory_scope import AGENT, scope_tags
 from shared.domain.turn_index import is_turn_uri
 from shared.openviking import DevAuth, OpenVikingClient, RetryPolicy, Tenant
 from shared.runtime.main import start_host
-from tests.assembly.conftest import assembly_stub
+from tests.assembly.conftest import assembly_channel, assembly_stub
 from tests.assembly.helpers import (
     ACCOUNT,
     LookalikeOpenViking,
@@ -270,3 +270,22 @@ async def test_recall_memories_and_fallback(ov: OpenVikingClient) -> None:
         with pytest.raises(aio.AioRpcError) as caught:
             await stub.RecallFallback(assembly_pb2.RecallFallbackRequest(identity=who, prompt="x"))
         assert caught.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+
+
+@pytest.mark.stack
+async def test_a_message_that_does_not_decode_is_named(ov: OpenVikingClient) -> None:
+    """Host messages arrive as wire bytes; one that is no ConversationMessage is refused by index."""
+    wire = assembly_pb2.AssembleRequest(identity=IDENTITY, messages=[user("hello")]).SerializeToString()
+    broken = wire + b"\x12\x03\xff\xff\xff"  # messages (field 2), 3 bytes that are no message
+    async with assembly_channel(SETTINGS, ov) as channel:
+        assemble = channel.unary_unary(
+            "/contextengine.v1.AssemblyService/Assemble",
+            request_serializer=lambda data: data,
+            response_deserializer=assembly_pb2.AssembleResponse.FromString,
+        )
+        with pytest.raises(aio.AioRpcError) as caught:
+            await assemble(broken)
+        assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert (caught.value.details() or "").startswith("messages[1]:")
+        reply = await assemble(wire)
+    assert [m.content[0].text.text for m in reply.messages] == ["hello"]

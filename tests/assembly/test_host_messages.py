@@ -1,0 +1,94 @@
+"""Host messages decoded from their wire bytes, once per distinct message (properties)."""
+
+from __future__ import annotations
+
+import pytest
+from contextengine.v1 import assembly_pb2, common_pb2
+from hypothesis import given
+from hypothesis import strategies as st
+
+from services.assembly.host_messages import HostMessageCache, host_messages
+from services.assembly.request_wire import as_wire
+from shared.domain.messages import validate_messages
+from shared.errors import InvalidArgument
+from shared.sized_cache import SizedCache
+from tests.assembly.helpers import assistant, tool_result, user
+
+WORDS = st.sampled_from(["alpha", "beta", "gamma", "delta", "", "x" * 300])
+
+
+@st.composite
+def transcripts(draw: st.DrawFn) -> list[common_pb2.ConversationMessage]:
+    """Valid transcripts: users, assistants making 0-2 calls, each call answered later in its turn."""
+    messages: list[common_pb2.ConversationMessage] = []
+    for t in range(draw(st.integers(0, 6))):
+        messages.append(user(draw(WORDS) or f"question {t}"))
+        calls = [(f"c{t}-{c}", "tool") for c in range(draw(st.integers(0, 2)))]
+        messages.append(assistant(draw(WORDS) or ("" if calls else "ok"), calls))
+        messages.extend(tool_result(call_id, draw(WORDS)) for call_id, _ in calls)
+    return messages
+
+
+def wires_of(messages: list[common_pb2.ConversationMessage]) -> list[bytes]:
+    return list(as_wire(assembly_pb2.AssembleRequest(messages=messages)).messages)
+
+
+@given(transcripts())
+def test_decoded_messages_and_shapes_match_full_validation(
+    messages: list[common_pb2.ConversationMessage],
+) -> None:
+    cache = HostMessageCache()
+    first = host_messages(wires_of(messages), cache)
+    expected = validate_messages(messages)
+    assert first.messages == messages
+    assert [(s.role, s.call_ids, s.answers) for s in first.shapes] == [
+        (s.role, s.call_ids, s.answers) for s in expected
+    ]
+    again = host_messages(wires_of(messages), cache)
+    assert all(a is b for a, b in zip(again.messages, first.messages, strict=True))
+    assert again.shapes == first.shapes
+
+
+@given(
+    transcripts().filter(lambda m: any(x.role == common_pb2.MESSAGE_ROLE_TOOL_RESULT for x in m)),
+    st.booleans(),
+)
+def test_a_known_tool_result_out_of_place_is_named(
+    messages: list[common_pb2.ConversationMessage], warm: bool
+) -> None:
+    """A tool result seen valid in one transcript is still refused where its call is missing."""
+    cache = HostMessageCache()
+    if warm:
+        host_messages(wires_of(messages), cache)
+    first = next(i for i, m in enumerate(messages) if m.role == common_pb2.MESSAGE_ROLE_TOOL_RESULT)
+    without_call = [
+        m for i, m in enumerate(messages) if i != first - 1 or m.role != common_pb2.MESSAGE_ROLE_ASSISTANT
+    ]
+    moved = without_call.index(messages[first])
+    with pytest.raises(InvalidArgument) as caught:
+        host_messages(wires_of(without_call), cache)
+    assert caught.value.field == f"messages[{moved}].content[0].tool_result.tool_call_id"
+
+
+@given(transcripts(), st.data())
+def test_bytes_that_are_no_message_are_named(
+    messages: list[common_pb2.ConversationMessage], data: st.DataObject
+) -> None:
+    wires = wires_of(messages)
+    at = data.draw(st.integers(0, len(wires)))
+    wires.insert(at, b"\xff\xff\xff")
+    with pytest.raises(InvalidArgument) as caught:
+        host_messages(wires, HostMessageCache())
+    assert caught.value.field == f"messages[{at}]"
+
+
+@given(st.integers(1, 50), st.lists(st.tuples(st.integers(0, 9), st.integers(1, 60)), max_size=40))
+def test_weighted_cache_stays_within_its_capacity(capacity: int, puts: list[tuple[int, int]]) -> None:
+    cache: SizedCache[int, int] = SizedCache(capacity)
+    weights: dict[int, int] = {}
+    for key, weight in puts:
+        cache.put(key, weight, weight=weight)
+        weights[key] = weight
+        kept = [k for k in weights if cache.get(k) is not None]
+        assert sum(weights[k] for k in kept) <= capacity
+        assert (cache.get(key) == weight) == (weight <= capacity)
