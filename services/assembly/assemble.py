@@ -39,7 +39,7 @@ from services.assembly.recall_query import (
 )
 from services.assembly.summaries import SummarySource
 from services.assembly.token_counts import MessageTokens, TokenCountCache
-from services.assembly.turns import split_turns
+from services.assembly.turns import Turn, split_turns
 from shared.config import Settings
 from shared.domain.envelope import turn_id_for
 from shared.domain.identity import RequestIdentity
@@ -181,10 +181,11 @@ async def assemble_context(
     token_counts: TokenCountCache | None = None,
     profiles: ProfileCache | None = None,
     shapes: Sequence[MessageShape] | None = None,
+    turns: Sequence[Turn] | None = None,
     envelopes: EnvelopeCache | None = None,
 ) -> AssembleResult:
     """The model's context for this call; `messages` must already be validated (`shapes` is
-    what validation returned, when the caller kept it)."""
+    what validation returned and `turns` their split, when the caller kept them)."""
     budget = token_budget or settings.default_token_budget
     counter = TokenCounter.for_model(model, settings.default_encoding)
     query = (
@@ -213,7 +214,7 @@ async def assemble_context(
             ),
             memories=[item.for_injection() for item in outcome.items],
         )
-    turns = split_turns(messages, shapes)
+    turns = split_turns(messages, shapes) if turns is None else turns
     keys = MessageKeys(messages, shapes) if shapes is not None else MessageKeys()
     packed = pack_context(
         budget=budget,

@@ -1,11 +1,18 @@
-"""The host's messages of one Assemble: decoded and validated once per distinct message.
+"""The host's transcript of one Assemble: each distinct message decoded and validated once, and
+a stream's transcript taken up where its previous call left it.
 
 A host resends its whole transcript on every call (1,500 messages at 500 turns). Each message
-arrives as its own wire bytes (`services.assembly.request_wire`); a replica keeps the decoded
-message and its validated shape by the bytes' content key, so a call decodes and validates only
-the messages it has not seen before, and checks the place of the others (a tool result must
-follow its call). The same decoded message objects come back call after call, so whatever is
-derived from them later (token counts, envelopes) is found by identity.
+arrives as its own wire bytes (`services.assembly.request_wire`):
+
+- a replica keeps the decoded message and its validated shape by the content key of its bytes,
+  so a call decodes and validates only messages it has not seen before, and checks the place of
+  the others (a tool result must follow its call);
+- per stream, it keeps the previous call's transcript (wire bytes, messages, shapes, turns): the
+  messages this call begins with in common with it are taken as they were, only the rest are
+  looked at.
+
+The same decoded message objects come back call after call, so what is derived from them later
+(token counts, envelopes) is found by identity.
 """
 
 from __future__ import annotations
@@ -16,12 +23,16 @@ from dataclasses import dataclass
 from contextengine.v1 import common_pb2
 from google.protobuf.message import DecodeError
 
+from services.assembly.turns import Turn, extend_turns
 from shared.domain.messages import MessageShape, TranscriptCheck
 from shared.errors import InvalidArgument
 from shared.sized_cache import MessageKey, SizedCache
 
 HOST_MESSAGE_BYTES = 64 * 1024 * 1024
 """Wire bytes of the decoded messages a replica keeps (they take ~2-3x that in memory)."""
+STREAM_TRANSCRIPT_BYTES = 64 * 1024 * 1024
+"""Wire bytes of the streams' last transcripts a replica keeps (with their decoded messages,
+shared with the message cache)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,17 +41,29 @@ class HostMessage:
     shape: MessageShape
 
 
-class HostMessageCache(SizedCache[MessageKey, HostMessage]):
-    """Decoded, validated host messages by the content key of their wire bytes."""
-
-    def __init__(self, capacity_bytes: int = HOST_MESSAGE_BYTES) -> None:
-        super().__init__(capacity_bytes)
+@dataclass(frozen=True)
+class HostTranscript:
+    messages: list[common_pb2.ConversationMessage]
+    shapes: list[MessageShape]
+    turns: list[Turn]
 
 
 @dataclass(frozen=True)
-class HostMessages:
-    messages: list[common_pb2.ConversationMessage]
-    shapes: list[MessageShape]
+class _StreamTranscript:
+    wires: list[bytes]
+    transcript: HostTranscript
+    calls: frozenset[str]
+    """Every tool call id in the transcript."""
+
+
+class HostMessageCache:
+    """Decoded, validated host messages by content key; each stream's last transcript."""
+
+    def __init__(
+        self, message_bytes: int = HOST_MESSAGE_BYTES, stream_bytes: int = STREAM_TRANSCRIPT_BYTES
+    ) -> None:
+        self.messages: SizedCache[MessageKey, HostMessage] = SizedCache(message_bytes)
+        self.streams: SizedCache[str, _StreamTranscript] = SizedCache(stream_bytes)
 
 
 def _decode(wire: bytes, field: str) -> common_pb2.ConversationMessage:
@@ -50,21 +73,74 @@ def _decode(wire: bytes, field: str) -> common_pb2.ConversationMessage:
         raise InvalidArgument(field, "is not a valid ConversationMessage encoding") from exc
 
 
-def host_messages(wires: Sequence[bytes], cache: HostMessageCache, field: str = "messages") -> HostMessages:
-    """The transcript's messages and shapes; raise `InvalidArgument` naming the first bad field."""
-    check = TranscriptCheck(field)
-    check.check_count(len(wires))
-    messages: list[common_pb2.ConversationMessage] = []
-    shapes: list[MessageShape] = []
-    for index, wire in enumerate(wires):
+def _common_prefix(wires: list[bytes], previous: list[bytes]) -> int:
+    """How many messages the two lists begin with in common (binary search over list compares,
+    which compare bytes in C)."""
+    low, high = 0, min(len(wires), len(previous))
+    for common in (high, high - 1):  # usual: the previous call's messages, or all but its last
+        if common > 0 and wires[:common] == previous[:common]:
+            return common
+    while low < high:
+        middle = (low + high + 1) // 2
+        if wires[:middle] == previous[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+@dataclass
+class _Start:
+    """Where this call's transcript starts from: what the stream's previous call had in common."""
+
+    check: TranscriptCheck
+    messages: list[common_pb2.ConversationMessage]
+    shapes: list[MessageShape]
+    turns: list[Turn]
+    whole_turns: bool
+    """Whether `turns` is the split of all of `messages`."""
+
+
+def _take_up(previous: _StreamTranscript | None, wires: list[bytes], field: str) -> _Start:
+    reused = _common_prefix(wires, previous.wires) if previous is not None else 0
+    if previous is None or not reused:
+        return _Start(TranscriptCheck(field), [], [], [], whole_turns=True)
+    last = previous.transcript
+    messages, shapes = last.messages[:reused], last.shapes[:reused]
+    if reused == len(previous.wires):
+        return _Start(TranscriptCheck(field, previous.calls), messages, shapes, last.turns, whole_turns=True)
+    # The previous call's last messages differ: its turns that ended before them stay.
+    calls = frozenset(call_id for shape in shapes for call_id in shape.call_ids)
+    turns = [t for t in last.turns if t.start + len(t.messages) <= reused]
+    return _Start(TranscriptCheck(field, calls), messages, shapes, turns, whole_turns=False)
+
+
+def host_transcript(
+    wires: Sequence[bytes], cache: HostMessageCache, stream: str, field: str = "messages"
+) -> HostTranscript:
+    """The transcript's messages, shapes and turns; raise `InvalidArgument` naming the first bad
+    field. `stream` names whose transcript this is (its previous call's may be taken up)."""
+    TranscriptCheck(field).check_count(len(wires))
+    sent = list(wires)
+    start = _take_up(cache.streams.get(stream), sent, field)
+    check, messages, shapes = start.check, start.messages, start.shapes
+    reused = len(messages)
+    for index in range(reused, len(sent)):
+        wire = sent[index]
         key = (hash(wire), len(wire))
-        known = cache.get(key)
+        known = cache.messages.get(key)
         if known is None:
             message = _decode(wire, f"{field}[{index}]")
             known = HostMessage(message, check.new(index, message, key))
-            cache.put(key, known, weight=len(wire))
+            cache.messages.put(key, known, weight=len(wire))
         else:
             check.known(index, known.shape)
         messages.append(known.message)
         shapes.append(known.shape)
-    return HostMessages(messages, shapes)
+    turns = start.turns
+    if len(messages) > reused or not start.whole_turns:
+        turns = extend_turns(turns, messages, shapes)
+    transcript = HostTranscript(messages, shapes, turns)
+    weight = sum(map(len, sent))
+    cache.streams.put(stream, _StreamTranscript(sent, transcript, frozenset(check.calls)), weight=weight)
+    return transcript

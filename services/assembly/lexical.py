@@ -110,31 +110,39 @@ def bm25_scores(query_terms: Sequence[str], corpus: Sequence[Counter[str]]) -> l
     rank_bm25 computes them: idf = ln(N - df + 0.5) - ln(df + 0.5), a negative idf floored to
     epsilon x the average idf over the corpus vocabulary."""
     size = len(corpus)
+    frequencies_of = {term: [(i, f[term]) for i, f in enumerate(corpus) if term in f] for term in query_terms}
+    idfs = {
+        term: math.log(size - len(postings) + 0.5) - math.log(len(postings) + 0.5)
+        for term, postings in frequencies_of.items()
+        if postings
+    }
+    if any(idf < 0 for idf in idfs.values()):  # a term in most documents: floored (whole vocabulary)
+        floor = _idf_floor(corpus)
+        idfs = {term: floor if idf < 0 else idf for term, idf in idfs.items()}
+    lengths = [frequencies.total() for frequencies in corpus]
+    average_length = sum(lengths) / size if size else 0.0
+    scores = [0.0] * size
+    for term in query_terms:
+        idf = idfs.get(term)
+        if idf is None:
+            continue
+        for i, tf in frequencies_of[term]:  # documents without the term add 0
+            norm = BM25_K1 * (1 - BM25_B + BM25_B * lengths[i] / average_length)
+            scores[i] += idf * (tf * (BM25_K1 + 1) / (tf + norm))
+    return scores
+
+
+def _idf_floor(corpus: Sequence[Counter[str]]) -> float:
+    """epsilon x the average idf over the corpus vocabulary."""
+    size = len(corpus)
     document_frequency: Counter[str] = Counter()
     for frequencies in corpus:
         document_frequency.update(frequencies.keys())
-    if not document_frequency:
-        return [0.0] * size
     idf_sum = sum(
         words * (math.log(size - df + 0.5) - math.log(df + 0.5))
         for df, words in Counter(document_frequency.values()).items()
     )
-    floor = BM25_EPSILON * idf_sum / len(document_frequency)
-    lengths = [frequencies.total() for frequencies in corpus]
-    average_length = sum(lengths) / size
-    scores = [0.0] * size
-    for term in query_terms:
-        df = document_frequency.get(term, 0)
-        if not df:
-            continue
-        idf = math.log(size - df + 0.5) - math.log(df + 0.5)
-        if idf < 0:
-            idf = floor
-        for i, frequencies in enumerate(corpus):
-            tf = frequencies.get(term, 0)
-            norm = BM25_K1 * (1 - BM25_B + BM25_B * lengths[i] / average_length)
-            scores[i] += idf * (tf * (BM25_K1 + 1) / (tf + norm))
-    return scores
+    return BM25_EPSILON * idf_sum / len(document_frequency)
 
 
 def rank(query_terms: Sequence[str], matched: dict[str, str], background: Sequence[str]) -> list[LexicalHit]:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from contextengine.v1 import common_pb2, packet_pb2
 
@@ -33,8 +34,11 @@ from services.assembly.injection import MemoryForInjection, injected_recall_pair
 from services.assembly.token_counts import MessageTokens
 from services.assembly.turns import Turn
 from shared.domain.messages import plain_text
+from shared.tokens import TokenCounter
 
 DEFAULT_RECALL_SHARE = 0.5
+REMEMBERED_ITEMS = 8_192
+"""Recalled items whose token cost and normalised text a process remembers (they recur)."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,17 @@ def _normal(text: str) -> str:
     return " ".join(text.split()).lower()
 
 
+@lru_cache(maxsize=REMEMBERED_ITEMS)
+def _normal_item(content: str) -> str:
+    return _normal(content)
+
+
+@lru_cache(maxsize=REMEMBERED_ITEMS)
+def _item_tokens(counter: TokenCounter, memory: MemoryForInjection) -> int:
+    """About what one more item adds to the injected pair (its JSON and a separator)."""
+    return counter.count(json.dumps({"m": memory.__dict__}, ensure_ascii=False)) + 1
+
+
 def _ordered(
     raw: Sequence[Turn],
     recall_msgs: Sequence[common_pb2.ConversationMessage],
@@ -105,18 +120,19 @@ class _RecallCosts:
     def __init__(self, plan: RecallPlan | None, count: MessageTokens) -> None:
         self._plan = plan
         self._count = count
-        self.items = [self._item_tokens(m) for m in plan.memories] if plan else []
+        self.items = [_item_tokens(count.counter, m) for m in plan.memories] if plan else []
+        self._last: tuple[tuple[int, ...], list[common_pb2.ConversationMessage]] = ((), [])
         self.base = self.exact([0]) - self.items[0] if plan and plan.memories else 0
-
-    def _item_tokens(self, memory: MemoryForInjection) -> int:
-        return self._count.counter.count(json.dumps({"m": memory.__dict__}, ensure_ascii=False)) + 1
 
     def messages(self, kept: Sequence[int]) -> list[common_pb2.ConversationMessage]:
         if self._plan is None or not kept:
             return []
-        return list(
-            injected_recall_pair(self._plan.query, [self._plan.memories[i] for i in kept], self._plan.call_id)
-        )
+        if tuple(kept) != self._last[0]:
+            pair = injected_recall_pair(
+                self._plan.query, [self._plan.memories[i] for i in kept], self._plan.call_id
+            )
+            self._last = (tuple(kept), list(pair))
+        return self._last[1]
 
     def exact(self, kept: Sequence[int]) -> int:
         return self._count.total(self.messages(kept))
@@ -130,7 +146,7 @@ class _Shown:
     """Which recalled exchanges the raw turns already show; each text normalised once per call."""
 
     def __init__(self, memories: Sequence[MemoryForInjection]) -> None:
-        self._contents = [_normal(m.content) if m.kind == "turn" else "" for m in memories]
+        self._contents = [_normal_item(m.content) if m.kind == "turn" else "" for m in memories]
         self._texts: dict[int, tuple[common_pb2.ConversationMessage, str]] = {}
 
     def _text(self, message: common_pb2.ConversationMessage) -> str:

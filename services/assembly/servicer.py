@@ -15,7 +15,7 @@ from services.assembly.assemble import (
     retrieval_deadline,
 )
 from services.assembly.envelopes import ENVELOPES, EnvelopeCache
-from services.assembly.host_messages import HostMessageCache, host_messages
+from services.assembly.host_messages import HostMessageCache, host_transcript
 from services.assembly.ports import AssemblyBackend
 from services.assembly.profile import ProfileCache
 from services.assembly.request_wire import AssembleWire, as_wire
@@ -73,7 +73,7 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
             raise InvalidArgument("token_budget", "must be >= 0 (0 means the configured default)")
         if len(request.prompt) > MAX_TEXT_CHARS:
             raise InvalidArgument("prompt", f"is longer than {MAX_TEXT_CHARS} characters")
-        transcript = host_messages(request.messages, self._host_messages)
+        transcript = host_transcript(request.messages, self._host_messages, identity.buffer_key)
         result = await assemble_context(
             self._backend,
             self._summaries,
@@ -81,6 +81,7 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
             identity,
             transcript.messages,
             shapes=transcript.shapes,
+            turns=transcript.turns,
             envelopes=self._envelopes,
             token_budget=request.token_budget,
             model=request.model,

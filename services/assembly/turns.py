@@ -49,3 +49,21 @@ def split_turns(
                     call_turn[key] = first
     ends = [*bounds[1:], len(messages)]
     return [Turn(start, tuple(messages[start:end])) for start, end in zip(bounds, ends, strict=True)]
+
+
+def extend_turns(
+    turns: Sequence[Turn], messages: Sequence[common_pb2.ConversationMessage], shapes: Sequence[MessageShape]
+) -> list[Turn]:
+    """`split_turns(messages, shapes)`, given `turns`, the split of a prefix of `messages`: only
+    the prefix's last turn and what follows are split again, unless a tool result there answers
+    a call of an earlier turn (it merges turns), when the whole transcript is."""
+    if not turns:
+        return split_turns(messages, shapes)
+    last = turns[-1].start
+    tail_calls: set[str] = set()
+    for shape in shapes[last:]:
+        if shape.answers and shape.answers not in tail_calls:
+            return split_turns(messages, shapes)
+        tail_calls.update(shape.call_ids)
+    tail = split_turns(messages[last:], shapes[last:])
+    return [*turns[:-1], *(Turn(turn.start + last, turn.messages) for turn in tail)]

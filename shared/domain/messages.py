@@ -85,9 +85,10 @@ class TranscriptCheck:
     """Validation of one transcript, message by message in order: whether a tool result is in
     place depends on the messages before it (the call it answers came earlier)."""
 
-    def __init__(self, field: str = "messages") -> None:
+    def __init__(self, field: str = "messages", calls: frozenset[str] = frozenset()) -> None:
+        """`calls`: the tool calls of messages already checked before the next one."""
         self._field = field
-        self._calls: set[str] = set()
+        self.calls = set(calls)
 
     def check_count(self, count: int) -> None:
         if count > MAX_MESSAGES:
@@ -95,18 +96,18 @@ class TranscriptCheck:
 
     def new(self, index: int, message: common_pb2.ConversationMessage, key: MessageKey) -> MessageShape:
         """Validate a message not seen before; raise `InvalidArgument` naming its bad field."""
-        shape = _validate_message(message, key, f"{self._field}[{index}]", self._calls)
-        self._calls.update(shape.call_ids)
+        shape = _validate_message(message, key, f"{self._field}[{index}]", self.calls)
+        self.calls.update(shape.call_ids)
         return shape
 
     def known(self, index: int, shape: MessageShape) -> MessageShape:
         """A message validated by an earlier call (same content): only its place is checked."""
-        if shape.answers and shape.answers not in self._calls:
+        if shape.answers and shape.answers not in self.calls:
             raise InvalidArgument(
                 f"{self._field}[{index}].content[0].tool_result.tool_call_id",
                 "does not match an earlier assistant tool call",
             )
-        self._calls.update(shape.call_ids)
+        self.calls.update(shape.call_ids)
         return shape
 
 

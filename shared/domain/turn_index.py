@@ -26,6 +26,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 
 from contextengine.v1 import common_pb2
 
@@ -81,6 +82,11 @@ def session_index_uri(session_id: str) -> str:
     return f"{TURN_INDEX_ROOT}/{session_id}"
 
 
+PARSED_URIS = 65_536
+"""Turn URIs whose parse a process remembers: recall sees the same ones call after call."""
+
+
+@lru_cache(maxsize=PARSED_URIS)
 def parse_turn_uri(uri: str) -> TurnRef | None:
     match = _URI.match(uri)
     if match is None:
