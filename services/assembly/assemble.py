@@ -182,10 +182,12 @@ async def assemble_context(
     profiles: ProfileCache | None = None,
     shapes: Sequence[MessageShape] | None = None,
     turns: Sequence[Turn] | None = None,
+    keys: MessageKeys | None = None,
     envelopes: EnvelopeCache | None = None,
 ) -> AssembleResult:
     """The model's context for this call; `messages` must already be validated (`shapes` is
-    what validation returned and `turns` their split, when the caller kept them)."""
+    what validation returned, `turns` their split and `keys` their content keys, when the caller
+    kept them)."""
     budget = token_budget or settings.default_token_budget
     counter = TokenCounter.for_model(model, settings.default_encoding)
     query = (
@@ -215,7 +217,8 @@ async def assemble_context(
             memories=[item.for_injection() for item in outcome.items],
         )
     turns = split_turns(messages, shapes) if turns is None else turns
-    keys = MessageKeys(messages, shapes) if shapes is not None else MessageKeys()
+    if keys is None:
+        keys = MessageKeys(messages, shapes) if shapes is not None else MessageKeys()
     packed = pack_context(
         budget=budget,
         turns=turns,

@@ -18,13 +18,13 @@ The same decoded message objects come back call after call, so what is derived f
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from contextengine.v1 import common_pb2
 from google.protobuf.message import DecodeError
 
 from services.assembly.turns import Turn, extend_turns
-from shared.domain.messages import MessageShape, TranscriptCheck
+from shared.domain.messages import MessageKeys, MessageShape, TranscriptCheck
 from shared.errors import InvalidArgument
 from shared.sized_cache import MessageKey, SizedCache
 
@@ -46,6 +46,7 @@ class HostTranscript:
     messages: list[common_pb2.ConversationMessage]
     shapes: list[MessageShape]
     turns: list[Turn]
+    keys: MessageKeys
 
 
 @dataclass(frozen=True)
@@ -99,6 +100,7 @@ class _Start:
     turns: list[Turn]
     whole_turns: bool
     """Whether `turns` is the split of all of `messages`."""
+    keys: MessageKeys = field(default_factory=MessageKeys)
 
 
 def _take_up(previous: _StreamTranscript | None, wires: list[bytes], field: str) -> _Start:
@@ -108,11 +110,12 @@ def _take_up(previous: _StreamTranscript | None, wires: list[bytes], field: str)
     last = previous.transcript
     messages, shapes = last.messages[:reused], last.shapes[:reused]
     if reused == len(previous.wires):
-        return _Start(TranscriptCheck(field, previous.calls), messages, shapes, last.turns, whole_turns=True)
+        check = TranscriptCheck(field, previous.calls)
+        return _Start(check, messages, shapes, last.turns, whole_turns=True, keys=last.keys)
     # The previous call's last messages differ: its turns that ended before them stay.
     calls = frozenset(call_id for shape in shapes for call_id in shape.call_ids)
     turns = [t for t in last.turns if t.start + len(t.messages) <= reused]
-    return _Start(TranscriptCheck(field, calls), messages, shapes, turns, whole_turns=False)
+    return _Start(TranscriptCheck(field, calls), messages, shapes, turns, whole_turns=False, keys=last.keys)
 
 
 def host_transcript(
@@ -140,7 +143,8 @@ def host_transcript(
     turns = start.turns
     if len(messages) > reused or not start.whole_turns:
         turns = extend_turns(turns, messages, shapes)
-    transcript = HostTranscript(messages, shapes, turns)
+    keys = start.keys.extended(messages, shapes, reused)
+    transcript = HostTranscript(messages, shapes, turns, keys)
     weight = sum(map(len, sent))
     cache.streams.put(stream, _StreamTranscript(sent, transcript, frozenset(check.calls)), weight=weight)
     return transcript

@@ -82,6 +82,7 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
             transcript.messages,
             shapes=transcript.shapes,
             turns=transcript.turns,
+            keys=transcript.keys,
             envelopes=self._envelopes,
             token_budget=request.token_budget,
             model=request.model,

@@ -151,6 +151,20 @@ class MessageKeys:
     ) -> None:
         self._known = {id(m): (m, s.key) for m, s in zip(messages, shapes, strict=True)}
 
+    def extended(
+        self,
+        messages: Sequence[common_pb2.ConversationMessage],
+        shapes: Sequence[MessageShape],
+        start: int,
+    ) -> MessageKeys:
+        """The keys of `messages`, these keys being those of (at least) `messages[:start]`."""
+        if len(self._known) > 2 * len(messages):  # mostly messages no longer sent: start over
+            return MessageKeys(messages, shapes)
+        keys = MessageKeys()
+        keys._known = self._known.copy()
+        keys._known.update((id(m), (m, s.key)) for m, s in zip(messages[start:], shapes[start:], strict=True))
+        return keys
+
     def __call__(self, message: common_pb2.ConversationMessage) -> MessageKey:
         hit = self._known.get(id(message))
         if hit is not None and hit[0] is message:

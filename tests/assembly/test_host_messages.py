@@ -107,6 +107,7 @@ def test_a_stream_taken_up_where_it_left_off_is_the_whole_transcript(
     host_transcript(wires_of(before), cache, "s1")
     taken_up = host_transcript(wires_of(now), cache, "s1")
     assert taken_up.messages == now and taken_up.turns == split_turns(now)
+    assert [taken_up.keys(m) for m in taken_up.messages] == [s.key for s in taken_up.shapes]
     assert [s.answers for s in taken_up.shapes] == [s.answers for s in validate_messages(now)]
 
 
