@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 from contextengine.v1 import common_pb2
 
+from services.assembly.recall_json import recall_json_pieces
+
 INJECTED_ID_PREFIX = "ce-injected-"
 """Every engine-injected message's `ConversationMessage.id` starts with this."""
 INJECTED_MARKER_KEY = "contextengine_injected"
@@ -54,24 +56,8 @@ def tool_call_id_for(*parts: str) -> str:
 
 def recall_tool_result_json(memories: Sequence[MemoryForInjection], source: str) -> str:
     """`{"memories":[{"kind","uri","category","said_at"?,"content","score"}...],"source":...}` as the
-    model sees it."""
-    return json.dumps(
-        {
-            "memories": [
-                {
-                    "kind": m.kind,
-                    "uri": m.uri,
-                    "category": m.category,
-                    **({"said_at": m.said_at} if m.said_at else {}),
-                    "content": m.content,
-                    "score": round(m.score, 4),
-                }
-                for m in memories
-            ],
-            "source": source,
-        },
-        ensure_ascii=False,
-    )
+    model sees it (`services.assembly.recall_json`)."""
+    return "".join(recall_json_pieces(memories, source))
 
 
 def _marker(kind: str) -> common_pb2.JsonValue:

@@ -22,7 +22,6 @@ turns always form one contiguous tail of the transcript.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -30,16 +29,22 @@ from functools import lru_cache
 from contextengine.v1 import common_pb2, packet_pb2
 
 from services.assembly.elision import Pointer, elide_turn, elision_limit
-from services.assembly.injection import MemoryForInjection, injected_recall_pair, summary_message
+from services.assembly.injection import (
+    AUTO_RECALL_SOURCE,
+    AUTO_RECALL_TOOL,
+    MemoryForInjection,
+    injected_recall_pair,
+    summary_message,
+)
+from services.assembly.recall_json import head_of, pieces_tokens, recall_json_pieces, score_piece
 from services.assembly.token_counts import MessageTokens
 from services.assembly.turns import Turn
 from shared.domain.messages import plain_text
 from shared.sized_cache import SizedCache
-from shared.tokens import TokenCounter
 
 DEFAULT_RECALL_SHARE = 0.5
 REMEMBERED_ITEMS = 8_192
-"""Recalled items whose token cost and normalised text a process remembers (they recur)."""
+"""Recalled items whose normalised text a process remembers (they recur)."""
 REMEMBERED_TEXTS = 20_000
 """Raw messages whose normalised text a process remembers."""
 
@@ -92,12 +97,6 @@ def _normal_item(content: str) -> str:
     return _normal(content)
 
 
-@lru_cache(maxsize=REMEMBERED_ITEMS)
-def _item_tokens(counter: TokenCounter, memory: MemoryForInjection) -> int:
-    """About what one more item adds to the injected pair (its JSON and a separator)."""
-    return counter.count(json.dumps({"m": memory.__dict__}, ensure_ascii=False)) + 1
-
-
 def _ordered(
     raw: Sequence[Turn],
     recall_msgs: Sequence[common_pb2.ConversationMessage],
@@ -118,23 +117,32 @@ def _ordered(
 
 
 class _RecallCosts:
-    """Token cost of the injected pair for a set of items: exact base + per-item increments."""
+    """Token cost of the injected pair for a set of items: exact base + per-item increments. The
+    result's JSON is counted by its pieces (`services.assembly.recall_json`): exactly, and with
+    only the scores new text on each call."""
 
     def __init__(self, plan: RecallPlan | None, count: MessageTokens) -> None:
         self._plan = plan
         self._count = count
-        self.items = [_item_tokens(count.counter, m) for m in plan.memories] if plan else []
+        self.items = [self._item_tokens(m) for m in plan.memories] if plan else []
         self._last: tuple[tuple[int, ...], list[common_pb2.ConversationMessage]] = ((), [])
         self.base = self.exact([0]) - self.items[0] if plan and plan.memories else 0
+
+    def _item_tokens(self, memory: MemoryForInjection) -> int:
+        """What one more item adds to the JSON: ` {...head` and ` score},`."""
+        counter = self._count.counter
+        return counter.count(" " + head_of(memory)) + counter.count(score_piece(memory, ","))
 
     def messages(self, kept: Sequence[int]) -> list[common_pb2.ConversationMessage]:
         if self._plan is None or not kept:
             return []
         if tuple(kept) != self._last[0]:
-            pair = injected_recall_pair(
-                self._plan.query, [self._plan.memories[i] for i in kept], self._plan.call_id
-            )
-            self._last = (tuple(kept), list(pair))
+            memories = [self._plan.memories[i] for i in kept]
+            call, result = injected_recall_pair(self._plan.query, memories, self._plan.call_id)
+            counter = self._count.counter
+            json_tokens = pieces_tokens(counter, recall_json_pieces(memories, AUTO_RECALL_SOURCE))
+            self._count.remember(result, counter.count_message([AUTO_RECALL_TOOL]) + json_tokens)
+            self._last = (tuple(kept), [call, result])
         return self._last[1]
 
     def exact(self, kept: Sequence[int]) -> int:

@@ -51,5 +51,9 @@ class MessageTokens:
         self._cache[id(message)] = (message, tokens)
         return tokens
 
+    def remember(self, message: common_pb2.ConversationMessage, tokens: int) -> None:
+        """`message`'s count, known without tokenizing it (this call only)."""
+        self._cache[id(message)] = (message, tokens)
+
     def total(self, messages: Sequence[common_pb2.ConversationMessage]) -> int:
         return sum(self(m) for m in messages)
