@@ -127,9 +127,12 @@ def recalled_uris(message: common_pb2.ConversationMessage, recall_ids: frozenset
     return uris
 
 
-def clean_transcript(messages: Sequence[common_pb2.ConversationMessage]) -> list[CleanedMessage]:
-    """Every message cleaned; the URIs of an injected recall go to the next assistant message."""
-    recall_ids = auto_recall_call_ids(messages)
+def clean_transcript(
+    messages: Sequence[common_pb2.ConversationMessage], recall_ids: frozenset[str] | None = None
+) -> list[CleanedMessage]:
+    """Every message cleaned; the URIs of an injected recall go to the next assistant message.
+    `recall_ids`: the auto-recall call ids, when `messages` is the tail of a longer transcript."""
+    recall_ids = auto_recall_call_ids(messages) if recall_ids is None else recall_ids
     cleaned: list[CleanedMessage] = []
     pending: list[str] = []
     for message in messages:
@@ -140,3 +143,44 @@ def clean_transcript(messages: Sequence[common_pb2.ConversationMessage]) -> list
             pending = []
         cleaned.append(result)
     return cleaned
+
+
+class CleanedTranscript:
+    """A whole host transcript, cleaned only from where the messages asked for need it.
+
+    Hosts resend the whole transcript on every AfterTurn; only its unpersisted tail is stored.
+    Cleaning carries one thing from message to message, the recalled URIs waiting for the next
+    assistant message, and a host assistant message takes them all. So cleaning from just after
+    the last such message before index `i` gives `i` what cleaning the whole transcript would.
+    """
+
+    def __init__(self, messages: Sequence[common_pb2.ConversationMessage]) -> None:
+        self._messages = messages
+        self._recall_ids = auto_recall_call_ids(messages)
+        self._start = len(messages)
+        self._cleaned: list[CleanedMessage] = []
+
+    def __getitem__(self, index: int) -> CleanedMessage:
+        if index < self._start:
+            self._clean_from(self._resume_point(index))
+        return self._cleaned[index - self._start]
+
+    def tail(self, start: int) -> list[CleanedMessage]:
+        """The cleaned messages from `start` on."""
+        if start < self._start and start < len(self._messages):
+            self._clean_from(self._resume_point(start))
+        return self._cleaned[max(0, start - self._start) :]
+
+    def _resume_point(self, index: int) -> int:
+        for j in range(index - 1, -1, -1):
+            message = self._messages[j]
+            if (
+                message.role == common_pb2.MESSAGE_ROLE_ASSISTANT
+                and not clean_message(message, self._recall_ids).injected
+            ):
+                return j + 1
+        return 0
+
+    def _clean_from(self, start: int) -> None:
+        self._cleaned = clean_transcript(self._messages[start:], self._recall_ids)
+        self._start = start

@@ -10,7 +10,13 @@ from services.capture.turns import FencedTurn, TurnCapture, TurnOutcome
 from shared.config import Settings
 from shared.domain.identity import request_identity
 from shared.domain.memory_changes import MemoryChanges
-from shared.domain.messages import MAX_ID_CHARS, validate_json_object, validate_messages
+from shared.domain.messages import (
+    MAX_ID_CHARS,
+    VALIDATED_MESSAGES,
+    ValidatedMessages,
+    validate_json_object,
+    validate_messages,
+)
 from shared.errors import InvalidArgument
 from shared.openviking.client import OpenVikingClient
 from shared.runtime.deadlines import call_deadline
@@ -48,6 +54,8 @@ class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
         self._ov = openviking
         self._turns = turns
         self._memory_changes = memory_changes or MemoryChanges()
+        self._validated = ValidatedMessages(VALIDATED_MESSAGES)
+        """Hosts resend their whole transcript on AfterTurn: a message is validated once."""
 
     async def AfterTurn(  # noqa: N802 - gRPC method name
         self, request: capture_pb2.AfterTurnRequest, context: aio.ServicerContext[object, object]
@@ -60,7 +68,7 @@ class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
         attr.set_identity(
             account_id=identity.tenant.account_id, session_id=identity.session_id, agent_id=identity.agent_id
         )
-        validate_messages(request.messages)
+        validate_messages(request.messages, validated=self._validated)
         if not 0 <= request.pre_prompt_message_count <= len(request.messages):
             raise InvalidArgument(
                 "pre_prompt_message_count", f"must be between 0 and {len(request.messages)}"
@@ -110,7 +118,7 @@ class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
             raise InvalidArgument("advancement_key", f"is longer than {MAX_ID_CHARS} characters")
         validate_json_object(request.admission, "admission")
         validate_json_object(request.terminal, "terminal")
-        validate_messages(request.messages)
+        validate_messages(request.messages, validated=self._validated)
         if request.token_budget < 0:
             raise InvalidArgument("token_budget", "must not be negative")
         turn = FencedTurn(
@@ -143,7 +151,7 @@ class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
         if request.is_heartbeat:
             return capture_pb2.IngestResponse()
         identity = request_identity(request.identity, self._settings, session_required=True)
-        validate_messages(request.messages)
+        validate_messages(request.messages, validated=self._validated)
         outcome = await self._turns.ingest(
             identity, request.messages, only_if_new=request.only_if_new, deadline=call_deadline(context)
         )

@@ -15,7 +15,7 @@ from contextengine.v1 import checkpoint_pb2, common_pb2
 from services.capture.claims import Candidate, ClaimPlan, Planner
 from services.capture.compaction_client import CompactionNudger
 from services.capture.decision import capture_decision
-from services.capture.injections import CleanedMessage, clean_transcript
+from services.capture.injections import CleanedMessage, CleanedTranscript, clean_transcript
 from services.capture.transcript import TranscriptWriter, WriteResult
 from services.capture.triggers import TriggerThresholds, fired_trigger
 from shared.domain.checkpoints import new_checkpoint_id
@@ -197,7 +197,7 @@ class TurnCapture:
     ) -> TurnOutcome:
         """Persist every host message not yet persisted (sequence = transcript position)."""
         self.known.touch(identity)
-        cleaned = clean_transcript(messages)
+        cleaned = CleanedTranscript(messages)
         counter = TokenCounter.for_model(model, self._default_encoding)
         last = len(messages) - 1
 
@@ -228,7 +228,7 @@ class TurnCapture:
             session_id=result.session_id,
             estimated_tokens=released.active_tokens,
             capture_worthy=capture_decision(
-                _new_user_text(cleaned[pre_prompt_message_count:]), self._capture_max_length
+                _new_user_text(cleaned.tail(pre_prompt_message_count)), self._capture_max_length
             ).worthy,
         )
         self._after_write(identity, result.state, outcome, fired)

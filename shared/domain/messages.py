@@ -79,6 +79,8 @@ class MessageShape:
 
 ValidatedMessages = SizedCache[MessageKey, MessageShape]
 """Shapes of messages already validated, by content (a host resends its whole transcript)."""
+VALIDATED_MESSAGES = 100_000
+"""Messages whose validation a replica remembers (~100 B each)."""
 
 
 class TranscriptCheck:
