@@ -28,11 +28,12 @@ from shared.domain.messages import MessageKeys, MessageShape, TranscriptCheck
 from shared.errors import InvalidArgument
 from shared.sized_cache import MessageKey, SizedCache
 
-HOST_MESSAGE_BYTES = 64 * 1024 * 1024
+HOST_MESSAGE_BYTES = 32 * 1024 * 1024
 """Wire bytes of the decoded messages a replica keeps (they take ~2-3x that in memory)."""
-STREAM_TRANSCRIPT_BYTES = 64 * 1024 * 1024
-"""Wire bytes of the streams' last transcripts a replica keeps (with their decoded messages,
-shared with the message cache)."""
+STREAM_TRANSCRIPT_BYTES = 32 * 1024 * 1024
+"""Wire bytes of the streams' last transcripts a replica keeps (50 streams of 500 turns), with
+their decoded messages (mostly those of the message cache). Both bounds together keep a replica
+well inside the assembly container's 768 MiB limit (k8s/base/assembly.yaml)."""
 
 
 @dataclass(frozen=True, slots=True)

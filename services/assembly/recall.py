@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from contextengine.v1 import packet_pb2
@@ -133,7 +133,7 @@ def fit_token_budget(items: Sequence[RecalledItem], counter: TokenCounter, budge
         tokens = counter.count(memory_line(item.candidate.category, item.content))
         if kept and used + tokens > budget:
             break
-        kept.append(replace(item, tokens=tokens))
+        kept.append(RecalledItem(item.candidate, item.rank, item.content, tokens))
         used += tokens
     return kept
 

@@ -17,7 +17,7 @@ class ResultModel(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _nulls_are_missing(cls, data: Any) -> Any:
-        if isinstance(data, dict):
+        if isinstance(data, dict) and None in data.values():  # most routes omit null keys already
             return {key: value for key, value in data.items() if value is not None}
         return data
 
