@@ -24,7 +24,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 
 from contextengine.v1 import common_pb2, packet_pb2
 
@@ -37,16 +36,11 @@ from services.assembly.injection import (
     summary_message,
 )
 from services.assembly.recall_json import head_of, pieces_tokens, recall_json_pieces, score_piece
+from services.assembly.shown import ShownExchanges
 from services.assembly.token_counts import MessageTokens
 from services.assembly.turns import Turn
-from shared.domain.messages import plain_text
-from shared.sized_cache import SizedCache
 
 DEFAULT_RECALL_SHARE = 0.5
-REMEMBERED_ITEMS = 8_192
-"""Recalled items whose normalised text a process remembers (they recur)."""
-REMEMBERED_TEXTS = 20_000
-"""Raw messages whose normalised text a process remembers."""
 
 
 @dataclass(frozen=True)
@@ -86,15 +80,6 @@ def expandable(summary: packet_pb2.CompactSummary) -> str:
 
 def profile_text(blocks: Sequence[str]) -> str:
     return "\n\n".join(blocks)
-
-
-def _normal(text: str) -> str:
-    return " ".join(text.split()).lower()
-
-
-@lru_cache(maxsize=REMEMBERED_ITEMS)
-def _normal_item(content: str) -> str:
-    return _normal(content)
 
 
 def _ordered(
@@ -147,88 +132,6 @@ class _RecallCosts:
 
     def exact(self, kept: Sequence[int]) -> int:
         return self._count.total(self.messages(kept))
-
-
-SHOWN_PREFIX_CHARS = 200
-"""A recalled exchange counts as shown when it contains this much of a raw message's text."""
-MIN_SHOWN_CHARS = 12
-"""Shorter raw texts (`ok`, `thanks`) say nothing about which exchange is shown."""
-
-
-@dataclass(frozen=True, slots=True)
-class _ShownText:
-    text: str
-    """The message's normalised text, its first `SHOWN_PREFIX_CHARS`."""
-    anchor: str
-    """Its longest whole inner word: an exchange containing `text` contains this word ("": none)."""
-
-
-def _shown_text(message: common_pb2.ConversationMessage) -> _ShownText:
-    text = _normal(plain_text(message))[:SHOWN_PREFIX_CHARS]
-    inner = text.split(" ")[1:-1]  # the first and last words may be cut
-    return _ShownText(text, max(inner, key=len) if inner else "")
-
-
-_SHOWN_TEXTS: SizedCache[int, tuple[common_pb2.ConversationMessage, _ShownText]] = SizedCache(
-    REMEMBERED_TEXTS
-)
-"""By message identity: host messages are the same objects call after call (`host_messages`)."""
-
-
-def _text_of(message: common_pb2.ConversationMessage) -> _ShownText:
-    hit = _SHOWN_TEXTS.get(id(message))
-    if hit is not None and hit[0] is message:
-        return hit[1]
-    shown = _shown_text(message)
-    _SHOWN_TEXTS.put(id(message), (message, shown))
-    return shown
-
-
-@lru_cache(maxsize=REMEMBERED_ITEMS)
-def _words(content: str) -> frozenset[str]:
-    return frozenset(content.split(" "))
-
-
-class _Shown:
-    """Which recalled exchanges the raw turns already show. An exchange is only searched for the
-    raw texts whose anchor word it contains (a set intersection), so the cost follows the matches,
-    not items x texts."""
-
-    def __init__(self, memories: Sequence[MemoryForInjection]) -> None:
-        self._contents = [_normal_item(m.content) if m.kind == "turn" else "" for m in memories]
-        self._words = [_words(c) if c else frozenset() for c in self._contents]
-
-    def not_shown(self, raw: Sequence[Turn]) -> list[int]:
-        """Indexes of the items that are not raw exchanges already among `raw` (best first)."""
-        by_anchor: dict[str, list[str]] = {}
-        unanchored: list[str] = []
-        for turn in raw:
-            for message in turn.messages:
-                shown = _text_of(message)
-                if len(shown.text) < MIN_SHOWN_CHARS:
-                    continue
-                if shown.anchor:
-                    by_anchor.setdefault(shown.anchor, []).append(shown.text)
-                else:
-                    unanchored.append(shown.text)
-        anchors = frozenset(by_anchor)
-        return [
-            i
-            for i, content in enumerate(self._contents)
-            if not (content and self._contains_any(i, content, anchors, by_anchor, unanchored))
-        ]
-
-    def _contains_any(
-        self,
-        item: int,
-        content: str,
-        anchors: frozenset[str],
-        by_anchor: dict[str, list[str]],
-        unanchored: list[str],
-    ) -> bool:
-        if any(map(content.__contains__, unanchored)):
-            return True
-        return any(text in content for word in self._words[item] & anchors for text in by_anchor[word])
 
 
 def _fit_profile(blocks: Sequence[str], count: MessageTokens, room: int) -> list[str]:
@@ -326,7 +229,7 @@ def pack_context(
     summaries_kept = _fit_summaries(summaries, count, room - profile_tokens)
     summary_tokens = count.total(_summary_messages(summaries_kept))
     costs = _RecallCosts(recall, count)
-    shown = _Shown(list(recall.memories) if recall else [])
+    shown = ShownExchanges(list(recall.memories) if recall else [])
     fill = _Fill(
         room=room - profile_tokens - summary_tokens,
         costs=costs,

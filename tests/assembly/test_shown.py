@@ -1,0 +1,53 @@
+"""Which recalled exchanges the raw turns already show: the anchor-word search finds exactly what
+searching every exchange for every raw text finds (property)."""
+
+from __future__ import annotations
+
+from contextengine.v1 import common_pb2
+from hypothesis import given
+from hypothesis import strategies as st
+
+from services.assembly.injection import MemoryForInjection
+from services.assembly.shown import MIN_SHOWN_CHARS, SHOWN_PREFIX_CHARS, ShownExchanges
+from services.assembly.turns import Turn
+from shared.domain.messages import plain_text
+from tests.assembly.helpers import assistant, user
+
+WORD = st.sampled_from(
+    ["Deploy", "friday", "inc-48213", "the", "a", "postgres", "vacuum", "ok", "\n", "x" * 30]
+)
+TEXT = st.lists(WORD, min_size=1, max_size=8).map(" ".join) | st.lists(WORD, min_size=30, max_size=60).map(
+    " ".join
+)  # short texts, and texts longer than the compared prefix (cut mid-word)
+
+
+def normal(text: str) -> str:
+    return " ".join(text.split()).lower()
+
+
+def reference(memories: list[MemoryForInjection], raw: list[Turn]) -> list[int]:
+    texts = [normal(plain_text(m))[:SHOWN_PREFIX_CHARS] for turn in raw for m in turn.messages]
+    texts = [t for t in texts if len(t) >= MIN_SHOWN_CHARS]
+    return [
+        i
+        for i, m in enumerate(memories)
+        if not (m.kind == "turn" and any(t in normal(m.content) for t in texts))
+    ]
+
+
+@given(st.lists(TEXT, min_size=1, max_size=8), st.data())
+def test_anchor_search_finds_what_a_full_search_finds(texts: list[str], data: st.DataObject) -> None:
+    messages: list[common_pb2.ConversationMessage] = [
+        user(t) if i % 2 == 0 else assistant(t) for i, t in enumerate(texts)
+    ]
+    raw = [Turn(i, (m,)) for i, m in enumerate(messages)]
+    quoted = st.sampled_from(texts).map(lambda t: f"[2026-01-10] USER: {t.upper()}  and more")
+    contents = data.draw(st.lists(quoted | TEXT, max_size=8))
+    memories = [
+        MemoryForInjection(f"u{i}", "c", content, 0.5, kind=data.draw(st.sampled_from(["turn", "memory"])))
+        for i, content in enumerate(contents)
+    ]
+    cut = data.draw(st.integers(0, len(raw)))
+    shown = ShownExchanges(memories)
+    assert shown.not_shown(raw[cut:]) == reference(memories, raw[cut:])
+    assert shown.not_shown(raw) == reference(memories, raw)
