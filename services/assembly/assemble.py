@@ -16,6 +16,7 @@ from contextengine.v1 import common_pb2, packet_pb2
 
 from services.assembly.envelopes import EnvelopeCache, turn_envelopes
 from services.assembly.fallback import relevant_memories_block
+from services.assembly.host_messages import HostTranscript
 from services.assembly.injection import (
     EXPLICIT_RECALL_SOURCE,
     recall_tool_result_json,
@@ -39,11 +40,9 @@ from services.assembly.recall_query import (
 )
 from services.assembly.summaries import SummarySource
 from services.assembly.token_counts import MessageTokens, TokenCountCache
-from services.assembly.turns import Turn, split_turns
 from shared.config import Settings
 from shared.domain.envelope import turn_id_for
 from shared.domain.identity import RequestIdentity
-from shared.domain.messages import MessageKeys, MessageShape
 from shared.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
@@ -172,7 +171,7 @@ async def assemble_context(
     summary_source: SummarySource,
     settings: Settings,
     identity: RequestIdentity,
-    messages: Sequence[common_pb2.ConversationMessage],
+    transcript: HostTranscript,
     *,
     token_budget: int,
     model: str,
@@ -180,14 +179,10 @@ async def assemble_context(
     deadline: float,
     token_counts: TokenCountCache | None = None,
     profiles: ProfileCache | None = None,
-    shapes: Sequence[MessageShape] | None = None,
-    turns: Sequence[Turn] | None = None,
-    keys: MessageKeys | None = None,
     envelopes: EnvelopeCache | None = None,
 ) -> AssembleResult:
-    """The model's context for this call; `messages` must already be validated (`shapes` is
-    what validation returned, `turns` their split and `keys` their content keys, when the caller
-    kept them)."""
+    """The model's context for this call, over the host's validated `transcript`."""
+    messages = transcript.messages
     budget = token_budget or settings.default_token_budget
     counter = TokenCounter.for_model(model, settings.default_encoding)
     query = (
@@ -216,14 +211,11 @@ async def assemble_context(
             ),
             memories=[item.for_injection() for item in outcome.items],
         )
-    turns = split_turns(messages, shapes) if turns is None else turns
-    if keys is None:
-        keys = MessageKeys(messages, shapes) if shapes is not None else MessageKeys()
     packed = pack_context(
         budget=budget,
-        turns=turns,
+        turns=transcript.turns,
         recent_raw_turn_count=settings.recent_raw_turn_count,
-        count=MessageTokens(counter, token_counts, keys),
+        count=MessageTokens(counter, token_counts, transcript.keys),
         profile_blocks=retrieved.profile.blocks,
         summaries=retrieved.summaries,
         recall=plan,
@@ -240,7 +232,7 @@ async def assemble_context(
         profile_blocks=packed.profile_blocks,
         recalled_memories=[item.to_proto(query.query) for item in recalled],
         compact_summaries=packed.summaries,
-        recent_raw_turns=turn_envelopes(packed.recent_turns, identity, envelopes, keys),
+        recent_raw_turns=turn_envelopes(packed.recent_turns, identity, envelopes, transcript.keys),
         injected_messages=packed.injected,
         estimated_tokens=packed.estimated_tokens,
         tokens=packed.tokens,

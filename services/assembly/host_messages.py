@@ -24,7 +24,7 @@ from contextengine.v1 import common_pb2
 from google.protobuf.message import DecodeError
 
 from services.assembly.turns import Turn, extend_turns
-from shared.domain.messages import MessageKeys, MessageShape, TranscriptCheck
+from shared.domain.messages import MessageKeys, MessageShape, TranscriptCheck, check_message_count
 from shared.errors import InvalidArgument
 from shared.sized_cache import MessageKey, SizedCache
 
@@ -124,7 +124,7 @@ def host_transcript(
 ) -> HostTranscript:
     """The transcript's messages, shapes and turns; raise `InvalidArgument` naming the first bad
     field. `stream` names whose transcript this is (its previous call's may be taken up)."""
-    TranscriptCheck(field).check_count(len(wires))
+    check_message_count(len(wires), field)
     sent = list(wires)
     start = _take_up(cache.streams.get(stream), sent, field)
     check, messages, shapes = start.check, start.messages, start.shapes

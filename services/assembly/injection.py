@@ -68,6 +68,13 @@ def injected_recall_pair(
     query: str, memories: Sequence[MemoryForInjection], call_id: str
 ) -> tuple[common_pb2.ConversationMessage, common_pb2.ConversationMessage]:
     """The assistant tool call and its tool result, in that order, sharing `call_id`."""
+    return recall_pair(query, recall_tool_result_json(memories, AUTO_RECALL_SOURCE), call_id)
+
+
+def recall_pair(
+    query: str, result_json: str, call_id: str
+) -> tuple[common_pb2.ConversationMessage, common_pb2.ConversationMessage]:
+    """The pair around an already built tool result JSON (`recall_json_pieces`, joined)."""
     call = common_pb2.ConversationMessage(
         id=f"{INJECTED_ID_PREFIX}{AUTO_RECALL_TOOL}-call-{call_id}",
         role=common_pb2.MESSAGE_ROLE_ASSISTANT,
@@ -90,13 +97,7 @@ def injected_recall_pair(
                 tool_result=common_pb2.ToolResultBlock(
                     tool_call_id=call_id,
                     tool_name=AUTO_RECALL_TOOL,
-                    content=[
-                        common_pb2.ContentBlock(
-                            text=common_pb2.TextBlock(
-                                text=recall_tool_result_json(memories, AUTO_RECALL_SOURCE)
-                            )
-                        )
-                    ],
+                    content=[common_pb2.ContentBlock(text=common_pb2.TextBlock(text=result_json))],
                 )
             )
         ],

@@ -32,7 +32,7 @@ from services.assembly.injection import (
     AUTO_RECALL_SOURCE,
     AUTO_RECALL_TOOL,
     MemoryForInjection,
-    injected_recall_pair,
+    recall_pair,
     summary_message,
 )
 from services.assembly.recall_json import head_of, pieces_tokens, recall_json_pieces, score_piece
@@ -123,9 +123,10 @@ class _RecallCosts:
             return []
         if tuple(kept) != self._last[0]:
             memories = [self._plan.memories[i] for i in kept]
-            call, result = injected_recall_pair(self._plan.query, memories, self._plan.call_id)
+            pieces = recall_json_pieces(memories, AUTO_RECALL_SOURCE)
+            call, result = recall_pair(self._plan.query, "".join(pieces), self._plan.call_id)
             counter = self._count.counter
-            json_tokens = pieces_tokens(counter, recall_json_pieces(memories, AUTO_RECALL_SOURCE))
+            json_tokens = pieces_tokens(counter, pieces)
             self._count.remember(result, counter.count_message([AUTO_RECALL_TOOL]) + json_tokens)
             self._last = (tuple(kept), [call, result])
         return self._last[1]

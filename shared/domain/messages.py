@@ -83,6 +83,11 @@ VALIDATED_MESSAGES = 100_000
 """Messages whose validation a replica remembers (~100 B each)."""
 
 
+def check_message_count(count: int, field: str = "messages") -> None:
+    if count > MAX_MESSAGES:
+        raise InvalidArgument(field, f"has more than {MAX_MESSAGES} messages")
+
+
 class TranscriptCheck:
     """Validation of one transcript, message by message in order: whether a tool result is in
     place depends on the messages before it (the call it answers came earlier)."""
@@ -91,10 +96,6 @@ class TranscriptCheck:
         """`calls`: the tool calls of messages already checked before the next one."""
         self._field = field
         self.calls = set(calls)
-
-    def check_count(self, count: int) -> None:
-        if count > MAX_MESSAGES:
-            raise InvalidArgument(self._field, f"has more than {MAX_MESSAGES} messages")
 
     def new(self, index: int, message: common_pb2.ConversationMessage, key: MessageKey) -> MessageShape:
         """Validate a message not seen before; raise `InvalidArgument` naming its bad field."""
@@ -127,8 +128,8 @@ def validate_messages(
     A message found in `validated` (same content, checked by an earlier call) is not checked
     again; only its place in this transcript (the call it answers came earlier) is.
     """
+    check_message_count(len(messages), field)
     check = TranscriptCheck(field)
-    check.check_count(len(messages))
     shapes: list[MessageShape] = []
     for i, message in enumerate(messages):
         key = message_key(message)

@@ -159,21 +159,6 @@ def turn_messages(
     return user, rest
 
 
-def message_texts(message: common_pb2.ConversationMessage) -> list[str]:
-    out: list[str] = []
-    for block in message.content:
-        kind = block.WhichOneof("block")
-        if kind == "text":
-            out.append(block.text.text)
-        elif kind == "tool_call":
-            out.append(f"{block.tool_call.name} {block.tool_call.arguments.json}")
-        elif kind == "tool_result":
-            out.extend(c.text.text for c in block.tool_result.content if c.WhichOneof("block") == "text")
-        elif kind == "thinking":
-            out.append(getattr(block.thinking, "text", ""))
-    return out
-
-
 def turn_plain_messages(turn: Turn) -> list[str]:
     """The turn as plain message texts (for the truncation baseline and raw OpenViking calls)."""
     out = [turn.user]

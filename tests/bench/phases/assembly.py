@@ -21,6 +21,7 @@ from contextengine.v1 import (
 )
 
 from services.assembly.recall import TURN_CANDIDATES, USER_MEMORIES_URI
+from shared.domain.messages import message_texts
 from shared.tokens import TokenCounter
 from tests.bench.common import (
     AGENT,
@@ -33,7 +34,6 @@ from tests.bench.common import (
     identity,
     ingest_session,
     log,
-    message_texts,
     ov_call,
     rounded,
     run_pool,

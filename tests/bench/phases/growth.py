@@ -14,6 +14,7 @@ from contextengine.v1 import (
     common_pb2,
 )
 
+from shared.domain.messages import message_texts
 from shared.tokens import TokenCounter
 from tests.bench.common import (
     MODEL,
@@ -21,7 +22,6 @@ from tests.bench.common import (
     Stubs,
     describe_error,
     identity,
-    message_texts,
     ov_call,
     ov_message_body,
     percentile,

@@ -12,6 +12,7 @@ from contextengine.v1 import (
     common_pb2,
 )
 
+from shared.domain.messages import message_texts
 from shared.tokens import TokenCounter
 from tests.bench.common import (
     MODEL,
@@ -19,7 +20,6 @@ from tests.bench.common import (
     Role,
     Stubs,
     identity,
-    message_texts,
     rounded,
     text_message,
     truncate_newest_first,

@@ -18,6 +18,7 @@ from contextengine.v1 import (
     common_pb2,
 )
 
+from shared.domain.messages import message_texts
 from shared.tokens import TokenCounter
 from tests.bench.common import (
     AGENT,
@@ -25,7 +26,6 @@ from tests.bench.common import (
     Recorder,
     Stubs,
     identity,
-    message_texts,
     ov_call,
     ov_message_body,
     percentile,
