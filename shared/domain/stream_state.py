@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import random
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -29,6 +30,8 @@ from shared.domain.identity import RequestIdentity
 from shared.errors import Aborted
 
 MAX_CAS_ATTEMPTS = 12
+CREATION_WAIT_SECONDS = 10.0
+"""Longest a caller waits for another replica to create a stream's state (within its deadline)."""
 COMMITTED_TURNS_KEPT = 64
 """Newest committed turn keys remembered per stream (a host retries a turn before the next one)."""
 LAST_SEEN_CAPACITY = 10_000
@@ -183,8 +186,13 @@ class StreamStateStore:
         return StreamState.model_validate(stored.data) if stored else None
 
     async def _load_or_create(self, identity: RequestIdentity, deadline: float | None) -> StoredDocument:
+        """The stored state; the replica whose `mkdir` wins creates it, the others wait for it
+        as long as the call may (a creation's write can take seconds on a busy OpenViking)."""
         uri = self.uri(identity.stream_id)
-        for _ in range(MAX_CAS_ATTEMPTS):
+        give_up = time.monotonic() + CREATION_WAIT_SECONDS
+        if deadline is not None:
+            give_up = min(give_up, deadline)
+        while True:
             stored = await self._read(identity, deadline)
             if stored is not None:
                 return stored
@@ -195,8 +203,9 @@ class StreamStateStore:
                 sha = await self._documents.write(identity.tenant, uri, data, deadline=deadline)
                 self._remember(identity, StoredDocument(data, sha))
                 return StoredDocument(data, sha)
+            if time.monotonic() >= give_up:
+                raise Aborted(f"stream state {uri} was not created in time")
             await asyncio.sleep(0.05)  # another replica is creating it
-        raise Aborted(f"stream state {uri} was not created in time")
 
     async def update(
         self,
