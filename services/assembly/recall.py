@@ -37,7 +37,7 @@ from services.assembly.memory_rules import memory_line, rank_candidates, select_
 from services.assembly.ports import MemorySearch
 from shared.config import Settings
 from shared.domain.turn_index import TURN_INDEX_ROOT, document_date, is_turn_uri, said_from_tags
-from shared.errors import BackendNotFound, ContextEngineError
+from shared.errors import BackendNotFound, BackendTimeout, ContextEngineError
 from shared.openviking.models.search import FindResult
 from shared.openviking.tenant import Tenant
 from shared.tokens import TokenCounter
@@ -139,7 +139,7 @@ def fit_token_budget(items: Sequence[RecalledItem], counter: TokenCounter, budge
 
 
 def describe_failure(what: str, exc: BaseException) -> str:
-    if isinstance(exc, TimeoutError):
+    if isinstance(exc, TimeoutError | BackendTimeout):  # the call's deadline or OpenViking's
         return f"{what}: timed out"
     if isinstance(exc, ContextEngineError):
         return f"{what}: {type(exc).__name__}: {exc.message}"

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType, TracebackType
 from typing import TypedDict
-
-import httpx
 
 from shared.openviking._archive_files_api import ArchiveFilesApi
 from shared.openviking._fs_api import FsApi
@@ -16,12 +14,11 @@ from shared.openviking._sessions_api import SessionsApi
 from shared.openviking._system_api import SystemApi
 from shared.openviking._tasks_api import TasksApi
 from shared.openviking.auth import AuthStrategy
+from shared.openviking.http import Middleware
 from shared.openviking.settings import CallTimeouts, PoolLimits, RetryPolicy
 from shared.openviking.shards import ShardMap, UnroutableCall
 from shared.openviking.tenant import Tenant
 from shared.openviking.transport import HeaderProvider, Transport
-
-TransportFactory = Callable[[], httpx.AsyncBaseTransport]
 
 
 class _Options(TypedDict):
@@ -29,7 +26,7 @@ class _Options(TypedDict):
     retry: RetryPolicy
     pool: PoolLimits
     header_providers: Sequence[HeaderProvider]
-    http_transport: httpx.AsyncBaseTransport | None
+    middlewares: Sequence[Middleware]
     rng: random.Random | None
 
 
@@ -46,7 +43,7 @@ class ShardApi(SystemApi):
 
 
 class OpenVikingClient(SystemApi, SessionsApi, TasksApi, SearchApi, ArchiveFilesApi, FsApi):
-    """Async client over one `httpx.AsyncClient` per OpenViking shard; every method takes the
+    """Async client over one HTTP connection pool per OpenViking shard; every method takes the
     `Tenant` it acts for, and goes to that tenant's shard (`shared.openviking.shards`).
 
     Every method accepts `deadline` (absolute `time.monotonic()`): the call's timeout is the
@@ -67,17 +64,15 @@ class OpenVikingClient(SystemApi, SessionsApi, TasksApi, SearchApi, ArchiveFiles
         retry: RetryPolicy | None = None,
         pool: PoolLimits | None = None,
         header_providers: Sequence[HeaderProvider] = (),
-        http_transport: httpx.AsyncBaseTransport | TransportFactory | None = None,
+        middlewares: Sequence[Middleware] = (),
         rng: random.Random | None = None,
     ) -> None:
         """`base_url` is one server or a `ShardMap`; `header_providers` are called on every HTTP
-        attempt (trace context, request ids); `http_transport` replaces httpx's network
-        transport (instrumentation or tests): an instance for one server, or a factory called
-        once per shard. `pool` applies to each shard's client."""
+        attempt (trace context, request ids); `middlewares` wrap every HTTP attempt of every
+        shard (instrumentation or tests, `shared.openviking.http`). `pool` applies to each
+        shard's connections."""
         self.shard_map = ShardMap.single(base_url) if isinstance(base_url, str) else base_url
         sharded = len(self.shard_map.shards) > 1
-        if sharded and isinstance(http_transport, httpx.AsyncBaseTransport):
-            raise ValueError("http_transport: pass a factory (one transport per shard) for several shards")
         self._shards: dict[str, ShardApi] = {}
         for shard in self.shard_map.shards:
             options = _Options(
@@ -85,7 +80,7 @@ class OpenVikingClient(SystemApi, SessionsApi, TasksApi, SearchApi, ArchiveFiles
                 retry=retry or RetryPolicy(),
                 pool=pool or PoolLimits(),
                 header_providers=header_providers,
-                http_transport=http_transport() if callable(http_transport) else http_transport,
+                middlewares=middlewares,
                 rng=rng,
             )
             label = f"OpenViking shard {shard.name}" if sharded else "OpenViking"

@@ -6,9 +6,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-
 from shared.errors import BackendError, backend_error_for_status
+from shared.openviking.http import HttpResponse
 
 # OpenViking error code -> HTTP status (server models.py), used when a 2xx body says "error".
 _STATUS_BY_CODE: dict[str, int] = {
@@ -41,8 +40,8 @@ class Envelope:
     """Present only when the request asked for `"telemetry": true`."""
 
 
-def _decode(response: httpx.Response) -> Any:
-    if not response.content:
+def _decode(response: HttpResponse) -> Any:
+    if not response.body:
         return None
     try:
         return response.json()
@@ -53,7 +52,7 @@ def _decode(response: httpx.Response) -> Any:
 _NOT_JSON = object()
 
 
-def error_from_response(response: httpx.Response, body: Any = None, *, decoded: bool = False) -> BackendError:
+def error_from_response(response: HttpResponse, body: Any = None, *, decoded: bool = False) -> BackendError:
     """The engine error for an error response, keeping HTTP status and OpenViking's code/message."""
     if not decoded:
         body = _decode(response)
@@ -68,34 +67,32 @@ def error_from_response(response: httpx.Response, body: Any = None, *, decoded: 
             message = body["detail"]
     if not message:
         text = response.text.strip() if body is _NOT_JSON or not isinstance(body, dict) else ""
-        reason = response.reason_phrase or "error"
-        message = f"HTTP {response.status_code} {reason}" + (
-            f": {text[:_MAX_TEXT_IN_MESSAGE]}" if text else ""
-        )
-    status = response.status_code
+        reason = response.reason or "error"
+        message = f"HTTP {response.status} {reason}" + (f": {text[:_MAX_TEXT_IN_MESSAGE]}" if text else "")
+    status = response.status
     if status < 400:
         status = _STATUS_BY_CODE.get(code, 500)
     return backend_error_for_status(status, message, code)
 
 
-def unwrap(response: httpx.Response, *, enveloped: bool) -> Envelope:
+def unwrap(response: HttpResponse, *, enveloped: bool) -> Envelope:
     """The successful result of `response`, or raise the mapped `BackendError`."""
     body = _decode(response)
     is_error_body = isinstance(body, dict) and body.get("status") == "error"
-    if response.status_code >= 400 or (enveloped and is_error_body):
+    if response.status >= 400 or (enveloped and is_error_body):
         raise error_from_response(response, body, decoded=True)
     if body is _NOT_JSON:
         raise BackendError(
-            f"OpenViking answered HTTP {response.status_code} with a non-JSON body",
-            http_status=response.status_code,
+            f"OpenViking answered HTTP {response.status} with a non-JSON body",
+            http_status=response.status,
             code="INVALID_RESPONSE",
         )
     if not enveloped:
         return Envelope(result=body)
     if not isinstance(body, dict):
         raise BackendError(
-            f"OpenViking answered HTTP {response.status_code} without a response envelope",
-            http_status=response.status_code,
+            f"OpenViking answered HTTP {response.status} without a response envelope",
+            http_status=response.status,
             code="INVALID_RESPONSE",
         )
     return Envelope(

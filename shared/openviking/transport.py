@@ -8,11 +8,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import httpx
-
 from shared.errors import BackendError, BackendTimeout, BackendUnauthenticated, BackendUnavailable
 from shared.openviking.auth import AdminApi, AuthStrategy
 from shared.openviking.envelope import Envelope, unwrap
+from shared.openviking.http import HttpResponse, HttpSession, HttpUnreachable, Middleware, encode_json
 from shared.openviking.settings import CallKind, CallTimeouts, PoolLimits, RetryPolicy
 from shared.openviking.tenant import Tenant
 
@@ -20,7 +19,6 @@ HeaderProvider = Callable[[], Mapping[str, str]]
 """Called once per HTTP attempt; its headers are added (e.g. `traceparent`, `X-Request-ID`)."""
 
 QueryValue = str | int | float | bool | Sequence[str] | None
-_QueryPairs = list[tuple[str, str | int | float | bool | None]]
 
 
 def time_left(deadline: float | None) -> float | None:
@@ -28,9 +26,9 @@ def time_left(deadline: float | None) -> float | None:
     return None if deadline is None else deadline - time.monotonic()
 
 
-def _query(params: Mapping[str, QueryValue] | None) -> _QueryPairs:
+def _query(params: Mapping[str, QueryValue] | None) -> list[tuple[str, str]]:
     """Query pairs without None values; bools as `true`/`false`, sequences repeated."""
-    pairs: _QueryPairs = []
+    pairs: list[tuple[str, str]] = []
     for key, value in (params or {}).items():
         if value is None:
             continue
@@ -44,7 +42,7 @@ def _query(params: Mapping[str, QueryValue] | None) -> _QueryPairs:
 
 
 class Transport:
-    """One `httpx.AsyncClient` plus the call policy (timeouts, retries, auth, extra headers)."""
+    """One server's `HttpSession` plus the call policy (timeouts, retries, auth, extra headers)."""
 
     def __init__(
         self,
@@ -56,7 +54,7 @@ class Transport:
         retry: RetryPolicy,
         pool: PoolLimits,
         header_providers: Sequence[HeaderProvider] = (),
-        http_transport: httpx.AsyncBaseTransport | None = None,
+        middlewares: Sequence[Middleware] = (),
         rng: random.Random | None = None,
         label: str = "OpenViking",
     ) -> None:
@@ -68,17 +66,7 @@ class Transport:
         self._retry = retry
         self._header_providers = tuple(header_providers)
         self._rng = rng or random.Random()
-        self._http = httpx.AsyncClient(
-            base_url=base_url.rstrip("/"),
-            limits=httpx.Limits(
-                max_connections=pool.max_connections,
-                max_keepalive_connections=pool.max_keepalive_connections,
-                keepalive_expiry=pool.keepalive_expiry,
-            ),
-            timeout=httpx.Timeout(timeouts.read),
-            transport=http_transport,
-            follow_redirects=False,
-        )
+        self._http = HttpSession(base_url, pool, middlewares)
 
     async def aclose(self) -> None:
         await self._http.aclose()
@@ -166,7 +154,7 @@ class Transport:
         path: str,
         kind: CallKind,
         deadline: float | None,
-        query: _QueryPairs,
+        query: list[tuple[str, str]],
         json: Any,
         auth_headers: Mapping[str, str],
         enveloped: bool,
@@ -181,39 +169,40 @@ class Transport:
         for provider in self._header_providers:
             headers.update(provider())
         headers.update(auth_headers)
+        request = self._http.request(
+            method,
+            path,
+            query=query,
+            headers=headers,
+            body=None if json is None else encode_json(json),
+            timeout=timeout,
+        )
         try:
             async with asyncio.timeout(timeout):
-                response = await self._http.request(
-                    method,
-                    path,
-                    params=query,
-                    json=json,
-                    headers=headers,
-                    timeout=httpx.Timeout(timeout),
-                )
-        except (TimeoutError, httpx.TimeoutException) as exc:
+                response = await self._http.send(request)
+        except TimeoutError as exc:
             raise BackendTimeout(
                 f"{method} {path}: no answer from {self._label} within {timeout:.3f}s",
                 code="DEADLINE_EXCEEDED",
             ) from exc
-        except httpx.TransportError as exc:
+        except HttpUnreachable as exc:
             raise BackendUnavailable(
-                f"{method} {path}: {self._label} unreachable ({type(exc).__name__}: {exc})",
+                f"{method} {path}: {self._label} unreachable ({exc})",
                 code="UNAVAILABLE",
             ) from exc
-        if response.status_code in ok_statuses:
+        if response.status in ok_statuses:
             return _lenient(response, enveloped=enveloped)
         return unwrap(response, enveloped=enveloped)
 
 
-def _lenient(response: httpx.Response, *, enveloped: bool) -> Envelope:
+def _lenient(response: HttpResponse, *, enveloped: bool) -> Envelope:
     """A JSON body of an accepted non-2xx status, taken as the result."""
     try:
         body = response.json()
     except ValueError as exc:
         raise BackendError(
-            f"OpenViking answered HTTP {response.status_code} with a non-JSON body",
-            http_status=response.status_code,
+            f"OpenViking answered HTTP {response.status} with a non-JSON body",
+            http_status=response.status,
             code="INVALID_RESPONSE",
         ) from exc
     if enveloped and isinstance(body, dict):

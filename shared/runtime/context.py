@@ -5,14 +5,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
-import httpx
 from grpc import aio
 
 from shared.config import Settings
 from shared.domain.identity import RequestIdentity
 from shared.domain.memory_changes import MemoryChanges
 from shared.openviking.auth import ApiKeyAuth, AuthStrategy, DevAuth, TrustedAuth
-from shared.openviking.client import OpenVikingClient, TransportFactory
+from shared.openviking.client import OpenVikingClient
+from shared.openviking.http import Middleware
 from shared.openviking.keys import ProvisioningUserKeys
 from shared.openviking.settings import CallTimeouts
 from shared.openviking.transport import HeaderProvider
@@ -52,7 +52,7 @@ def openviking_auth(settings: Settings) -> AuthStrategy:
 def build_openviking_client(
     settings: Settings,
     header_providers: Sequence[HeaderProvider] = (),
-    http_transport: httpx.AsyncBaseTransport | TransportFactory | None = None,
+    middlewares: Sequence[Middleware] = (),
 ) -> OpenVikingClient:
     """The client over every configured OpenViking shard (the one `baseUrl` when unsharded)."""
     return OpenVikingClient(
@@ -64,5 +64,5 @@ def build_openviking_client(
             search=settings.openviking_timeout_seconds,
         ),
         header_providers=header_providers,
-        http_transport=http_transport,
+        middlewares=middlewares,
     )

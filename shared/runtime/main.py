@@ -19,7 +19,7 @@ from shared.runtime.context import ServiceContext, build_openviking_client
 from shared.runtime.readiness import BackendReadiness
 from shared.runtime.server import ServiceHost, ServiceSpec, run_until_signalled
 from shared.telemetry import (
-    OpenVikingTracingTransport,
+    OpenVikingTracing,
     TracingServerInterceptor,
     client_interceptors,
     install_log_correlation,
@@ -59,7 +59,7 @@ async def start_host(settings: Settings, service: str, port: int | None = None) 
     ensure_offline_tiktoken()
     telemetry = setup_telemetry(telemetry_service_name(service))
     openviking = build_openviking_client(
-        settings, header_providers=[trace_headers], http_transport=OpenVikingTracingTransport
+        settings, header_providers=[trace_headers], middlewares=[OpenVikingTracing()]
     )
     host_ref: list[ServiceHost] = []
 

@@ -9,7 +9,7 @@ from shared.telemetry.logging import TraceContextFilter, install_log_correlation
 from shared.telemetry.setup import Telemetry, setup_telemetry
 from shared.telemetry.tracing import (
     FINALISE_SPAN_NAME,
-    OpenVikingTracingTransport,
+    OpenVikingTracing,
     TracingClientInterceptor,
     TracingServerInterceptor,
     client_interceptors,
@@ -23,7 +23,7 @@ from shared.telemetry.tracing import (
 
 __all__ = [
     "FINALISE_SPAN_NAME",
-    "OpenVikingTracingTransport",
+    "OpenVikingTracing",
     "Telemetry",
     "TraceContextFilter",
     "TracingClientInterceptor",

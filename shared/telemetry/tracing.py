@@ -16,14 +16,13 @@ from contextlib import contextmanager
 from typing import Any
 
 import grpc
-import httpx
 from grpc import aio
 from opentelemetry import propagate, trace
 from opentelemetry.context import Context
 from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode, Tracer, TracerProvider
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-from shared.openviking.settings import PoolLimits
+from shared.openviking.http import HttpRequest, HttpResponse, Send
 from shared.runtime.interceptors import UnaryHandler, UnaryInterceptor
 from shared.telemetry import attributes as attr
 from shared.telemetry.metrics import record_openviking_call, record_rpc
@@ -202,31 +201,17 @@ def openviking_route(path: str) -> str:
     return "/".join(segments)
 
 
-class OpenVikingTracingTransport(httpx.AsyncBaseTransport):
-    """httpx transport: one CLIENT span per OpenViking HTTP attempt (`openviking POST
-    /api/v1/search/find`), with method, route, server address and status; injects the span's
-    `traceparent` and records `contextengine.openviking.*` metrics."""
+class OpenVikingTracing:
+    """HTTP middleware (`shared.openviking.http`): one CLIENT span per OpenViking HTTP attempt
+    (`openviking POST /api/v1/search/find`), with method, route, server address and status;
+    injects the span's `traceparent` and records `contextengine.openviking.*` metrics."""
 
-    def __init__(
-        self,
-        inner: httpx.AsyncBaseTransport | None = None,
-        *,
-        pool: PoolLimits | None = None,
-        tracer_provider: TracerProvider | None = None,
-    ) -> None:
-        limits = pool or PoolLimits()
-        self._inner = inner or httpx.AsyncHTTPTransport(
-            limits=httpx.Limits(
-                max_connections=limits.max_connections,
-                max_keepalive_connections=limits.max_keepalive_connections,
-                keepalive_expiry=limits.keepalive_expiry,
-            )
-        )
+    def __init__(self, tracer_provider: TracerProvider | None = None) -> None:
         self._tracer = engine_tracer(tracer_provider)
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+    async def __call__(self, request: HttpRequest, send: Send) -> HttpResponse:
         method = request.method
-        route = openviking_route(request.url.path)
+        route = openviking_route(request.path)
         started = time.perf_counter()
         status = "error"
         with self._tracer.start_as_current_span(
@@ -235,34 +220,30 @@ class OpenVikingTracingTransport(httpx.AsyncBaseTransport):
             attributes={
                 attr.HTTP_METHOD: method,
                 attr.HTTP_ROUTE: route,
-                attr.SERVER_ADDRESS: request.url.host,
-                attr.SERVER_PORT: request.url.port or (443 if request.url.scheme == "https" else 80),
+                attr.SERVER_ADDRESS: request.host,
+                attr.SERVER_PORT: request.port,
                 attr.PEER_SERVICE: "openviking",
             },
             record_exception=False,
             set_status_on_exception=False,
         ) as span:
-            for key, value in trace_headers().items():
-                request.headers[key] = value
+            request.headers.update(trace_headers())
             try:
-                response = await self._inner.handle_async_request(request)
+                response = await send(request)
             except BaseException as exc:
                 status = type(exc).__name__
                 span.set_attribute(attr.ERROR_TYPE, status)
                 span.set_status(Status(StatusCode.ERROR, status))
                 raise
             else:
-                status = str(response.status_code)
-                span.set_attribute(attr.HTTP_STATUS, response.status_code)
-                if response.status_code >= 400:
+                status = str(response.status)
+                span.set_attribute(attr.HTTP_STATUS, response.status)
+                if response.status >= 400:
                     span.set_attribute(attr.ERROR_TYPE, status)
                     span.set_status(Status(StatusCode.ERROR))
                 return response
             finally:
                 record_openviking_call(method, route, status, time.perf_counter() - started)
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
 
 # --- background compaction -----------------------------------------------------------------

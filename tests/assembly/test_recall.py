@@ -24,7 +24,8 @@ from services.assembly.recall import (
 from shared.domain.memory_scope import AGENT, agent_key, scope_tags
 from shared.openviking import DevAuth, OpenVikingClient, RetryPolicy
 from shared.tokens import TokenCounter
-from tests.assembly.helpers import LookalikeOpenViking, RecordingTransport, hit, seed, unique_tenant
+from tests.assembly.helpers import RequestRecorder, hit, seed, unique_tenant
+from tests.support.lookalike_openviking import LookalikeOpenViking
 from tests.support.stack import OpenVikingEndpoint
 
 M = "viking://user/alice/memories"
@@ -131,16 +132,16 @@ def test_token_budget_counts_real_tokens_and_always_keeps_first() -> None:
 @pytest.fixture
 async def recording_ov(
     openviking: OpenVikingEndpoint,
-) -> AsyncIterator[tuple[OpenVikingClient, RecordingTransport]]:
+) -> AsyncIterator[tuple[OpenVikingClient, RequestRecorder]]:
     """A real client on the real OpenViking whose requests are noted."""
-    transport = RecordingTransport()
-    async with OpenVikingClient(openviking.base_url, DevAuth(), http_transport=transport) as client:
+    transport = RequestRecorder()
+    async with OpenVikingClient(openviking.base_url, DevAuth(), middlewares=[transport]) as client:
         yield client, transport
 
 
 @pytest.mark.stack
 async def test_recall_end_to_end_against_openviking(
-    recording_ov: tuple[OpenVikingClient, RecordingTransport],
+    recording_ov: tuple[OpenVikingClient, RequestRecorder],
 ) -> None:
     ov, transport = recording_ov
     tenant = unique_tenant("recall")

@@ -35,14 +35,14 @@ from shared.runtime.main import start_host
 from tests.assembly.conftest import assembly_channel, assembly_stub
 from tests.assembly.helpers import (
     ACCOUNT,
-    LookalikeOpenViking,
-    RecordingTransport,
+    RequestRecorder,
     assistant,
     seed,
     tool_result,
     unique_tenant,
     user,
 )
+from tests.support.lookalike_openviking import LookalikeOpenViking
 from tests.support.stack import OpenVikingEndpoint, OpenVikingWithLlm
 
 MEM = "viking://~/memories"
@@ -191,10 +191,10 @@ async def test_slow_backend_degrades_but_keeps_raw_turns() -> None:
 
 @pytest.mark.stack
 async def test_recall_off_no_retrieval(openviking: OpenVikingEndpoint) -> None:
-    transport = RecordingTransport()
+    transport = RequestRecorder()
     tenant = unique_tenant("off")
     settings = SETTINGS.model_copy(update={"auto_recall": False})
-    async with OpenVikingClient(openviking.base_url, DevAuth(), http_transport=transport) as client:
+    async with OpenVikingClient(openviking.base_url, DevAuth(), middlewares=[transport]) as client:
         await seed_user(client, tenant)
         transport.requests.clear()
         async with assembly_stub(settings, client) as stub:

@@ -92,7 +92,7 @@ class Series:
 async def start_capture(base_url: str, log: CallLog) -> ServiceHost:
     """Capture + compaction in this process (as `--service all` runs them), counted by `log`."""
     settings = load_settings(environ={}, overrides={"baseUrl": base_url, "grpcPort": 0, **OUT_OF_REACH})
-    ov = build_openviking_client(settings, http_transport=log)
+    ov = build_openviking_client(settings, middlewares=[log])
     host_ref: list[ServiceHost] = []
     context = ServiceContext(settings=settings, openviking=ov, compaction_target=lambda: host_ref[0].address)
     host = ServiceHost(

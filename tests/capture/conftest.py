@@ -15,7 +15,6 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
-import httpx
 import pytest
 from contextengine.v1 import capture_pb2_grpc, checkpoint_pb2, common_pb2, compaction_pb2, compaction_pb2_grpc
 from grpc import aio
@@ -29,6 +28,7 @@ from shared.domain.identity import RequestIdentity, parse_identity
 from shared.domain.stream_state import StreamState, StreamStateStore
 from shared.localstack.processes import free_port
 from shared.openviking.client import OpenVikingClient
+from shared.openviking.http import Middleware
 from shared.runtime.context import ServiceContext, build_openviking_client
 from shared.runtime.server import ServiceHost
 from tests.support.settled import settled_stream_state
@@ -64,11 +64,11 @@ class CaptureStack:
         base_url: str | None = None,
         *,
         compaction: bool = True,
-        http_transport: httpx.AsyncBaseTransport | None = None,
+        middleware: Middleware | None = None,
         **overrides: object,
     ) -> CaptureHost:
         """Capture (+ the real CompactionService unless `compaction=False`) on port 0; its
-        OpenViking requests go through `http_transport` when given (e.g. a `CallLog`)."""
+        OpenViking requests go through `middleware` when given (e.g. a `CallLog`)."""
         dead_compaction = f"127.0.0.1:{free_port()}"
         settings = load_settings(
             environ={},
@@ -81,7 +81,7 @@ class CaptureStack:
                 **overrides,
             },
         )
-        ov = build_openviking_client(settings, http_transport=http_transport)
+        ov = build_openviking_client(settings, middlewares=[middleware] if middleware else [])
         host_ref: list[ServiceHost] = []
 
         def compaction_target() -> str:

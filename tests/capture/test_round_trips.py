@@ -48,7 +48,7 @@ def exchanges(count: int) -> list[common_pb2.ConversationMessage]:
 
 def capture_client(openviking: OpenVikingEndpoint, log: CallLog) -> OpenVikingClient:
     settings = load_settings(environ={}, overrides={"baseUrl": openviking.base_url})
-    return build_openviking_client(settings, http_transport=log)
+    return build_openviking_client(settings, middlewares=[log])
 
 
 async def settle(host: CaptureHost, log: CallLog, identity: object) -> None:
@@ -72,7 +72,7 @@ async def waited(log: CallLog, call: Awaitable[T]) -> tuple[T, list[Call]]:
 
 async def test_steady_after_turn_waits_for_the_claim_and_the_append(capture_stack: CaptureStack) -> None:
     log = CallLog()
-    host = await capture_stack.start(compaction=False, http_transport=log)
+    host = await capture_stack.start(compaction=False, middleware=log)
     identity = new_identity()
     transcript = exchanges(4)
     await host.stub.AfterTurn(after_turn(identity, transcript[:2], 0), timeout=CALL_TIMEOUT)
@@ -92,7 +92,7 @@ async def test_steady_commit_turn_waits_for_the_claim_and_the_append_and_a_repla
     capture_stack: CaptureStack,
 ) -> None:
     log = CallLog()
-    host = await capture_stack.start(compaction=False, http_transport=log)
+    host = await capture_stack.start(compaction=False, middleware=log)
     identity = new_identity()
     await host.stub.CommitTurn(commit(identity, 1), timeout=CALL_TIMEOUT)
     for n in (2, 3):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import httpx
 import pytest
 
 from shared.errors import BackendUnavailable
@@ -109,10 +108,3 @@ async def test_a_down_shard_fails_only_its_tenants_and_the_error_names_it(
             else:
                 with pytest.raises(BackendUnavailable, match="OpenViking shard ov-dead unreachable"):
                     await ov.system_status(tenant)
-
-
-def test_a_single_transport_instance_is_refused_for_several_shards(
-    servers: dict[str, ScriptedServer],
-) -> None:
-    with pytest.raises(ValueError, match="factory"):
-        OpenVikingClient(routing(servers), DevAuth(), http_transport=httpx.AsyncHTTPTransport())

@@ -1,6 +1,6 @@
-"""Every HTTP request a client sends to OpenViking, through httpx's real network transport.
+"""Every HTTP request a client sends to OpenViking, over the real network.
 
-`CallLog` is an `httpx.AsyncBaseTransport` to hand to `OpenVikingClient(http_transport=...)`.
+`CallLog` is an HTTP middleware to hand to `OpenVikingClient(middlewares=[...])`.
 It notes each request's method and route, and can *hold* requests: after `hold_after(n)`, the
 first `n` requests go through and every later one waits until `let_go()`. A call that returns
 while requests are held did not wait for them - which is how a test shows how many OpenViking
@@ -13,8 +13,7 @@ import asyncio
 import time
 from dataclasses import dataclass
 
-import httpx
-
+from shared.openviking.http import HttpRequest, HttpResponse, Send
 from shared.telemetry.tracing import openviking_route
 
 
@@ -33,9 +32,8 @@ class Call:
         return f"{self.method} {self.route}"
 
 
-class CallLog(httpx.AsyncBaseTransport):
+class CallLog:
     def __init__(self) -> None:
-        self._inner = httpx.AsyncHTTPTransport()
         self.calls: list[Call] = []
         self.in_flight = 0
         self._quiet = asyncio.Event()
@@ -61,23 +59,20 @@ class CallLog(httpx.AsyncBaseTransport):
         """Wait until no request is in flight or held."""
         await self._quiet.wait()
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+    async def __call__(self, request: HttpRequest, send: Send) -> HttpResponse:
         held = self._passes is not None and self._passes <= 0
         if self._passes is not None:
             self._passes -= 1
-        call = Call(request.method, openviking_route(request.url.path), held, time.perf_counter())
+        call = Call(request.method, openviking_route(request.path), held, time.perf_counter())
         self.calls.append(call)
         self.in_flight += 1
         self._quiet.clear()
         try:
             if held:
                 await self._gate.wait()
-            return await self._inner.handle_async_request(request)
+            return await send(request)
         finally:
             call.finished = time.perf_counter()
             self.in_flight -= 1
             if not self.in_flight:
                 self._quiet.set()
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()

@@ -70,7 +70,7 @@ def test_setters_are_harmless_without_a_span() -> None:
 def test_exported_names_are_pinned() -> None:
     assert sorted(shared.telemetry.__all__) == [
         "FINALISE_SPAN_NAME",
-        "OpenVikingTracingTransport",
+        "OpenVikingTracing",
         "Telemetry",
         "TraceContextFilter",
         "TracingClientInterceptor",

@@ -5,7 +5,6 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
-import httpx
 import pytest
 from grpc import aio
 from opentelemetry import trace
@@ -14,10 +13,12 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 from shared.errors import BackendUnavailable, NotFound
+from shared.openviking.http import HttpRequest, HttpResponse, HttpSession, Send, encode_json
+from shared.openviking.settings import PoolLimits
 from shared.runtime.interceptors import ErrorMappingInterceptor
 from shared.telemetry import (
     FINALISE_SPAN_NAME,
-    OpenVikingTracingTransport,
+    OpenVikingTracing,
     TracingClientInterceptor,
     TracingServerInterceptor,
     current_traceparent,
@@ -27,6 +28,7 @@ from shared.telemetry import (
     trace_headers,
 )
 from shared.telemetry import attributes as attr
+from tests.support.lookalike_openviking import LookalikeOpenViking
 
 Spans = tuple[TracerProvider, InMemorySpanExporter]
 TRACEPARENT = re.compile(r"^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$")
@@ -85,19 +87,28 @@ def test_openviking_route(path: str, route: str) -> None:
     assert openviking_route(path) == route
 
 
-async def test_openviking_transport_one_client_span_per_call(spans: Spans) -> None:
+async def test_openviking_middleware_one_client_span_per_attempt(spans: Spans) -> None:
     provider, exporter = spans
-    seen: list[httpx.Headers] = []
+    seen: list[dict[str, str]] = []
 
-    def answer(request: httpx.Request) -> httpx.Response:
-        seen.append(request.headers)
-        return httpx.Response(503 if request.url.path.endswith("/fail") else 200, json={"status": "ok"})
+    async def note_headers(request: HttpRequest, send: Send) -> HttpResponse:
+        seen.append(dict(request.headers))
+        return await send(request)
 
-    transport = OpenVikingTracingTransport(httpx.MockTransport(answer), tracer_provider=provider)
-    async with httpx.AsyncClient(base_url="http://ov.test:1933", transport=transport) as client:
-        with provider.get_tracer("t").start_as_current_span("rpc") as rpc:
-            await client.post("/api/v1/sessions/s-1/messages", json={}, headers=trace_headers())
-            await client.get("/api/v1/x/fail")
+    with LookalikeOpenViking() as server:
+        http = HttpSession(server.base_url, PoolLimits(), [OpenVikingTracing(provider), note_headers])
+        try:
+            with provider.get_tracer("t").start_as_current_span("rpc") as rpc:
+                post = http.request(
+                    "POST", "/api/v1/sessions/s-1/messages", query=[], headers=trace_headers(),
+                    body=encode_json({}), timeout=5.0,
+                )  # fmt: skip
+                assert (await http.send(post)).status == 200
+                server.status = 503
+                get = http.request("GET", "/api/v1/x/fail", query=[], headers={}, body=None, timeout=5.0)
+                assert (await http.send(get)).status == 503
+        finally:
+            await http.aclose()
     http_spans = [s for s in exporter.get_finished_spans() if s.kind is SpanKind.CLIENT]
     assert [s.name for s in http_spans] == [
         "openviking POST /api/v1/sessions/{id}/messages",
@@ -107,13 +118,13 @@ async def test_openviking_transport_one_client_span_per_call(spans: Spans) -> No
     assert ok.parent is not None and ok.parent.span_id == rpc.get_span_context().span_id
     assert (ok.attributes or {})[attr.HTTP_STATUS] == 200
     assert (ok.attributes or {})[attr.HTTP_METHOD] == "POST"
-    assert (ok.attributes or {})[attr.SERVER_ADDRESS] == "ov.test"
+    assert (ok.attributes or {})[attr.SERVER_ADDRESS] == "127.0.0.1"
     assert failed.status.status_code is StatusCode.ERROR
     # OpenViking sees the HTTP span as parent and the trace id as request id.
     assert ok.context is not None
     ok_ids = f"{trace.format_trace_id(ok.context.trace_id)}-{trace.format_span_id(ok.context.span_id)}"
     assert seen[0]["traceparent"].startswith(f"00-{ok_ids}-")
-    assert seen[0]["x-request-id"] == trace.format_trace_id(ok.context.trace_id)
+    assert seen[0]["X-Request-ID"] == trace.format_trace_id(ok.context.trace_id)
 
 
 # --- gRPC ------------------------------------------------------------------------------------
