@@ -19,6 +19,7 @@ import secrets
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import settings
 
 from shared.localstack.components import embeddings_base_url, embeddings_process
 from shared.localstack.layout import StackLayout
@@ -30,6 +31,10 @@ from shared.localstack.stack import LocalStack, StackSettings
 from tests.support.shards import OpenVikingShards, running_shards
 from tests.support.stack import EmbeddingsEndpoint, OpenVikingEndpoint, OpenVikingWithLlm, RemoteOpenViking
 from tests.support.standin_llm import MODEL_ID, StandinLlm
+
+# Property tests assert behaviour, never speed: no per-example deadline (CI machines are busy).
+settings.register_profile("engine", deadline=None)
+settings.load_profile("engine")
 
 EXTERNAL_EMBEDDINGS_ENV = "CONTEXT_ENGINE_TEST_EMBEDDINGS_URL"
 STACK_FIXTURES = frozenset(

@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from contextengine.v1 import packet_pb2
 
@@ -21,8 +21,7 @@ from shared.openviking.models.search import GrepResult, SearchHit
 TURN_CATEGORY = "conversation"
 
 
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(NamedTuple):
     uri: str
     abstract: str
     score: float

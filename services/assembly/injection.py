@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from contextengine.v1 import common_pb2
 
@@ -29,8 +29,7 @@ TOOL_CALL_ID_LENGTH = 9
 _ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 
-@dataclass(frozen=True)
-class MemoryForInjection:
+class MemoryForInjection(NamedTuple):
     """What the model is shown of one recalled memory."""
 
     uri: str

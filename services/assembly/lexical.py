@@ -14,7 +14,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from shared.openviking.models.search import GrepResult
 from shared.sized_cache import SizedCache
@@ -39,8 +39,7 @@ _STOPWORDS = frozenset(
 )
 
 
-@dataclass(frozen=True)
-class LexicalHit:
+class LexicalHit(NamedTuple):
     uri: str
     content: str
     """The whole indexed document, rebuilt from the match and its context lines."""

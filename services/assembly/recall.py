@@ -25,7 +25,7 @@ import asyncio
 import time
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from contextengine.v1 import packet_pb2
 
@@ -85,8 +85,7 @@ class RecallConfig:
         return max(self.limit * 4, 20)
 
 
-@dataclass(frozen=True)
-class RecalledItem:
+class RecalledItem(NamedTuple):
     candidate: Candidate
     rank: float
     content: str

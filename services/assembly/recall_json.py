@@ -63,8 +63,9 @@ def head_of(memory: RecalledForModel) -> str:
 
 
 def score_piece(memory: RecalledForModel, closing: str) -> str:
-    """` 0.8244},` (or the closing of the whole JSON after the last item)."""
-    return f" {json.dumps(round(memory.score, 4))}}}{closing}"
+    """` 0.8244},` (or the closing of the whole JSON after the last item). A finite float's JSON
+    is its repr (what `json.dumps` writes), without the encoder's machinery."""
+    return f" {round(float(memory.score), 4)!r}}}{closing}"
 
 
 def recall_json_pieces(memories: Sequence[RecalledForModel], source: str) -> list[str]:

@@ -4,11 +4,18 @@
 `latest_archive_overview` of the stream's OpenViking session(s) from `GET /sessions/{id}/context`.
 Which OpenViking sessions belong to a stream is decided by the engine's stream state
 (`stream_sessions`).
+
+A committed session is never written again (its stream moved on to a new session in the same
+compare-and-swap that handed the compaction off), so once OpenViking has summarised it, its
+overview is final: a replica remembers it (`REMEMBERED_OVERVIEWS`) instead of reading the
+session's context on every Assemble. An empty or count-only overview (commit still running, or no
+LLM) is read again each time.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol
 
@@ -19,6 +26,7 @@ from shared.domain.checkpoints import is_placeholder_summary
 from shared.domain.identity import RequestIdentity
 from shared.domain.stream_state import StreamStateStore
 from shared.errors import BackendNotFound
+from shared.sized_cache import SizedCache
 
 SessionIdResolver = Callable[[RequestIdentity, float], Awaitable[Sequence[str]]]
 """(identity, deadline) -> the stream's OpenViking session ids, oldest first."""
@@ -28,6 +36,11 @@ MAX_SUMMARY_SESSIONS = 3
 
 OVERVIEW_TOKEN_BUDGET = 8000
 """token_budget passed to OpenViking so that the overview is never dropped for lack of room."""
+REMEMBERED_OVERVIEWS = 4096
+"""Final overviews a replica keeps (by account, user and session)."""
+OVERVIEW_RECHECK_SECONDS = 600.0
+"""A remembered overview is read again after this long (bounds what a late append, committed
+again by a repair, could leave stale)."""
 
 
 class SummarySource(Protocol):
@@ -53,9 +66,17 @@ def stream_sessions(store: StreamStateStore) -> SessionIdResolver:
 class OpenVikingSessionSummaries:
     """Archive overviews of the stream's OpenViking sessions; a missing session has none."""
 
-    def __init__(self, client: SessionContextReader, resolve: SessionIdResolver) -> None:
+    def __init__(
+        self,
+        client: SessionContextReader,
+        resolve: SessionIdResolver,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._client = client
         self._resolve = resolve
+        self._clock = clock
+        self._final: SizedCache[tuple[str, str, str], tuple[str, float]] = SizedCache(REMEMBERED_OVERVIEWS)
 
     async def latest_summaries(
         self, identity: RequestIdentity, deadline: float
@@ -72,6 +93,10 @@ class OpenVikingSessionSummaries:
         ]
 
     async def _overview(self, identity: RequestIdentity, session_id: str, deadline: float) -> str:
+        key = (identity.tenant.account_id, identity.tenant.user_id, session_id)
+        remembered = self._final.get(key)
+        if remembered is not None and self._clock() - remembered[1] < OVERVIEW_RECHECK_SECONDS:
+            return remembered[0]
         try:
             context = await self._client.get_session_context(
                 identity.tenant, session_id, token_budget=OVERVIEW_TOKEN_BUDGET, deadline=deadline
@@ -80,4 +105,7 @@ class OpenVikingSessionSummaries:
             return ""
         overview = context.latest_archive_overview.strip()
         # A count-only placeholder is no summary: it must not displace raw turns.
-        return "" if is_placeholder_summary(overview) else overview
+        if is_placeholder_summary(overview):
+            return ""
+        self._final.put(key, (overview, self._clock()))
+        return overview

@@ -9,7 +9,7 @@ from urllib.parse import quote
 from shared.openviking.envelope import Envelope
 from shared.openviking.settings import CallKind
 from shared.openviking.tenant import Tenant
-from shared.openviking.transport import QueryValue, Transport
+from shared.openviking.transport import Decoder, QueryValue, Transport
 
 
 def segment(value: str) -> str:
@@ -39,6 +39,7 @@ class ApiBase:
         api_key: str | None = None,
         ok_statuses: frozenset[int] = frozenset(),
         call_timeout: float | None = None,
+        decode: Decoder | None = None,
     ) -> Envelope:
         return await self._transport_for(tenant, f"{method} {path}").request(
             method,
@@ -53,4 +54,5 @@ class ApiBase:
             api_key=api_key,
             ok_statuses=ok_statuses,
             call_timeout=call_timeout,
+            decode=decode,
         )

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from shared.openviking._base_api import ApiBase
+from shared.openviking.envelope import Envelope, unwrap_as
+from shared.openviking.http import HttpResponse
 from shared.openviking.models._base import parse_result
 from shared.openviking.models.search import FindResult, GrepResult
 from shared.openviking.settings import CallKind
@@ -40,6 +42,11 @@ def _retrieval_body(
         ),
     }
     return {key: value for key, value in fields.items() if value is not None}
+
+
+def _find_result(response: HttpResponse) -> Envelope:
+    """find's answer decoded and validated in one pass (it is the largest answer on the hot path)."""
+    return Envelope(result=unwrap_as(response, FindResult, "find"))
 
 
 class SearchApi(ApiBase):
@@ -83,8 +90,9 @@ class SearchApi(ApiBase):
             idempotent=True,
             deadline=deadline,
             json=body,
+            decode=_find_result,
         )
-        return parse_result(FindResult, envelope.result, "find")
+        return cast(FindResult, envelope.result)
 
     async def grep(
         self,

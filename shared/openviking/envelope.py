@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from shared.errors import BackendError, backend_error_for_status
 from shared.openviking.http import HttpResponse
+from shared.openviking.models._base import parse_result, result_envelope
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
 
 # OpenViking error code -> HTTP status (server models.py), used when a 2xx body says "error".
 _STATUS_BY_CODE: dict[str, int] = {
@@ -100,3 +105,19 @@ def unwrap(response: HttpResponse, *, enveloped: bool) -> Envelope:
         has_more=bool(body.get("has_more") or False),
         telemetry=body.get("telemetry"),
     )
+
+
+def unwrap_as(response: HttpResponse, model: type[ModelT], what: str) -> ModelT:
+    """`unwrap` and `parse_result` in one: a plain success is decoded and validated in one pass
+    over its bytes (pydantic's core, no intermediate Python objects); anything else (an error,
+    a result with nulls, a mismatch) takes the general path."""
+    if response.status < 400:
+        try:
+            envelope = result_envelope(model).model_validate_json(response.body)
+        except ValidationError:
+            pass
+        else:
+            result = getattr(envelope, "result", None)
+            if getattr(envelope, "status", "") != "error" and isinstance(result, model):
+                return result
+    return parse_result(model, unwrap(response, enveloped=True).result, what)

@@ -19,6 +19,8 @@ HeaderProvider = Callable[[], Mapping[str, str]]
 """Called once per HTTP attempt; its headers are added (e.g. `traceparent`, `X-Request-ID`)."""
 
 QueryValue = str | int | float | bool | Sequence[str] | None
+Decoder = Callable[[HttpResponse], Envelope]
+"""Turns an answer into the call's `Envelope` (or raises the mapped `BackendError`)."""
 
 
 def time_left(deadline: float | None) -> float | None:
@@ -86,12 +88,15 @@ class Transport:
         api_key: str | None = None,
         ok_statuses: frozenset[int] = frozenset(),
         call_timeout: float | None = None,
+        decode: Decoder | None = None,
     ) -> Envelope:
         """Send one logical call; retried only when `idempotent` and the failure is retriable.
 
         `api_key` replaces the auth strategy (admin calls with the root key). Statuses in
         `ok_statuses` are returned as results instead of raised (e.g. 503 from `/ready`).
         `call_timeout` replaces the call kind's default timeout (still capped by `deadline`).
+        `decode` replaces `unwrap` for the answer of a status not in `ok_statuses` (e.g. a typed
+        result decoded in one pass, `shared.openviking.envelope.unwrap_as`).
         """
         self._check_deadline(method, path, deadline)
         if api_key is not None:
@@ -114,6 +119,7 @@ class Transport:
                     enveloped=enveloped,
                     ok_statuses=ok_statuses,
                     call_timeout=call_timeout,
+                    decode=decode,
                 )
             except BackendUnauthenticated:
                 if tenant is not None and api_key is None:
@@ -160,6 +166,7 @@ class Transport:
         enveloped: bool,
         ok_statuses: frozenset[int],
         call_timeout: float | None,
+        decode: Decoder | None,
     ) -> Envelope:
         left = self._check_deadline(method, path, deadline)
         timeout = self._timeouts.for_kind(kind) if call_timeout is None else call_timeout
@@ -192,6 +199,8 @@ class Transport:
             ) from exc
         if response.status in ok_statuses:
             return _lenient(response, enveloped=enveloped)
+        if decode is not None:
+            return decode(response)
         return unwrap(response, enveloped=enveloped)
 
 

@@ -27,11 +27,16 @@ from contextengine.v1 import (
 from grpc import aio
 
 from services.assembly.assemble import retrieval_deadline
+from services.assembly.summaries import OpenVikingSessionSummaries, stream_sessions
 from shared.config import Settings, load_settings
+from shared.domain.documents import DocumentStore
+from shared.domain.identity import request_identity
 from shared.domain.memory_scope import AGENT, scope_tags
+from shared.domain.stream_state import StreamStateStore
 from shared.domain.turn_index import is_turn_uri
 from shared.openviking import DevAuth, OpenVikingClient, RetryPolicy, Tenant
 from shared.runtime.main import start_host
+from shared.telemetry import openviking_route
 from tests.assembly.conftest import assembly_channel, assembly_stub
 from tests.assembly.helpers import (
     ACCOUNT,
@@ -94,6 +99,24 @@ def test_retrieval_deadline() -> None:
     assert retrieval_deadline(100.0, 0.0, 5000) == pytest.approx(100.01)
 
 
+async def _summary_reads_twice(base_url: str, who: common_pb2.Identity) -> list[list[str]]:
+    """The OpenViking routes each of two summary lookups of `who`'s stream reads."""
+    recorder = RequestRecorder()
+    identity = request_identity(
+        who, load_settings(environ={}, overrides={"baseUrl": base_url}), session_required=True
+    )
+    reads: list[list[str]] = []
+    async with OpenVikingClient(base_url, DevAuth(), middlewares=[recorder]) as client:
+        states = StreamStateStore(DocumentStore(client))
+        summaries = OpenVikingSessionSummaries(client, stream_sessions(states))
+        for _ in range(2):
+            recorder.requests.clear()
+            found = await summaries.latest_summaries(identity, time.monotonic() + 30)
+            assert [s.overview for s in found] and all(s.overview for s in found)
+            reads.append([openviking_route(r.path) for r in recorder.requests])
+    return reads
+
+
 @pytest.mark.stack
 @pytest.mark.llm
 async def test_assemble_injects_recall_profile_and_summary(openviking_llm: OpenVikingWithLlm) -> None:
@@ -135,9 +158,16 @@ async def test_assemble_injects_recall_profile_and_summary(openviking_llm: OpenV
         reply = await assembly_pb2_grpc.AssemblyServiceStub(channel).Assemble(
             assembly_pb2.AssembleRequest(identity=who, messages=transcript()), timeout=60
         )
+        summary_reads = await _summary_reads_twice(openviking_llm.base_url, who)
     finally:
         await channel.close()
         await host.stop()
+    # The committed session's summary is final: read once, then remembered (only the stream
+    # state, which names the sessions, is read again).
+    assert summary_reads == [
+        ["/api/v1/content/read", "/api/v1/sessions/{id}/context"],
+        ["/api/v1/content/read"],
+    ]
     packet = reply.packet
     assert not packet.degraded, packet.degraded_reasons
     assert packet.recall_query.endswith("which text editor do I prefer for coding")

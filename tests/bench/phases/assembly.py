@@ -174,22 +174,31 @@ async def phase_assembly(
     levels: list[dict[str, Any]] = []
     assembled_by_level: dict[int, list[int]] = defaultdict(list)
     prompt_by_level: dict[int, list[int]] = defaultdict(list)
+    requests: dict[int, assembly_pb2.AssembleRequest] = {}
+    """The round's requests, built before it (the client's work stays out of the timed calls)."""
+    replies: dict[int, assembly_pb2.AssembleResponse] = {}
     for level, calls in zip(args.concurrency, args.assembly_calls, strict=False):
         rec = Recorder()
         assembled_tokens = assembled_by_level[level]
         prompt_tokens = prompt_by_level[level]
         stop_at = time.monotonic() + args.assembly_level_seconds
 
-        async def call(i: int, level: int = level, rec: Recorder = rec, stop_at: float = stop_at) -> int:
+        async def call(i: int, rec: Recorder = rec, stop_at: float = stop_at) -> int:
             if time.monotonic() > stop_at:
                 return 0
-            request = assemble_request(i, f"q{level}")
-            got = await rec.time("Assemble", stubs.assembly.Assemble(request, timeout=args.rpc_timeout))
+            got = await rec.time("Assemble", stubs.assembly.Assemble(requests[i], timeout=args.rpc_timeout))
             if got is not None:
+                replies[i] = got
+            return 1
+
+        def count_round(level: int = level) -> None:
+            """Tokens of the round's replies, counted after the round: the bench client's own
+            work never runs inside another caller's timed call."""
+            for i, got in sorted(replies.items()):
                 own = sum(counter.count_message(message_texts(m)) for m in got.messages)
                 assembled_by_level[level].append(own + counter.count(got.system_prompt_addition))
-                prompt_by_level[level].append(counter.count_message([request.prompt]))
-            return 1
+                prompt_by_level[level].append(counter.count_message([requests[i].prompt]))
+            replies.clear()
 
         async def find(i: int, rec: Recorder = rec) -> int:
             call = ov_call(http, "POST", "/api/v1/search/find", MEMORY_USER, json=find_body(i))
@@ -203,7 +212,10 @@ async def phase_assembly(
             # Rounds of `level` Assembles, then `level` finds of the same queries: both see the
             # same moment (OpenViking's indexing backlog, the machine's other load).
             batch = list(range(first, min(first + level, calls)))
+            requests.clear()
+            requests.update({i: assemble_request(i, f"q{level}") for i in batch})
             finished, seconds = await run_pool(batch, level, call)
+            count_round()
             done, wall = done + finished, wall + seconds
             if not finished:
                 break
