@@ -72,11 +72,9 @@ class RetryPolicy:
 
 @dataclass(frozen=True, slots=True)
 class PoolLimits:
-    """Connection pool of the one `httpx.AsyncClient`."""
+    """Connection pool to one OpenViking server (`shared.openviking.http.HttpSession`)."""
 
     max_connections: int = 100
-    """Concurrent connections to OpenViking."""
-    max_keepalive_connections: int = 20
-    """Idle connections kept open."""
+    """Concurrent connections to OpenViking (idle ones are kept open up to this many)."""
     keepalive_expiry: float = 4.0
     """Seconds an idle connection is kept; must stay below the server's 5 s keep-alive."""

@@ -27,7 +27,7 @@ from contextengine.v1 import (
 from grpc import aio
 
 from services.assembly.assemble import retrieval_deadline
-from services.assembly.summaries import OpenVikingSessionSummaries, stream_sessions
+from services.assembly.summaries import OVERVIEW_RECHECK_SECONDS, OpenVikingSessionSummaries, stream_sessions
 from shared.config import Settings, load_settings
 from shared.domain.documents import DocumentStore
 from shared.domain.identity import request_identity
@@ -99,17 +99,20 @@ def test_retrieval_deadline() -> None:
     assert retrieval_deadline(100.0, 0.0, 5000) == pytest.approx(100.01)
 
 
-async def _summary_reads_twice(base_url: str, who: common_pb2.Identity) -> list[list[str]]:
-    """The OpenViking routes each of two summary lookups of `who`'s stream reads."""
+async def _summary_reads(base_url: str, who: common_pb2.Identity) -> list[list[str]]:
+    """The OpenViking routes each of three summary lookups of `who`'s stream reads: two in a row,
+    then one after the remembered overview is due to be checked again."""
     recorder = RequestRecorder()
     identity = request_identity(
         who, load_settings(environ={}, overrides={"baseUrl": base_url}), session_required=True
     )
+    now = [0.0]
     reads: list[list[str]] = []
     async with OpenVikingClient(base_url, DevAuth(), middlewares=[recorder]) as client:
         states = StreamStateStore(DocumentStore(client))
-        summaries = OpenVikingSessionSummaries(client, stream_sessions(states))
-        for _ in range(2):
+        summaries = OpenVikingSessionSummaries(client, stream_sessions(states), clock=lambda: now[0])
+        for elapsed in (0.0, 1.0, OVERVIEW_RECHECK_SECONDS + 1.0):
+            now[0] = elapsed
             recorder.requests.clear()
             found = await summaries.latest_summaries(identity, time.monotonic() + 30)
             assert [s.overview for s in found] and all(s.overview for s in found)
@@ -158,15 +161,16 @@ async def test_assemble_injects_recall_profile_and_summary(openviking_llm: OpenV
         reply = await assembly_pb2_grpc.AssemblyServiceStub(channel).Assemble(
             assembly_pb2.AssembleRequest(identity=who, messages=transcript()), timeout=60
         )
-        summary_reads = await _summary_reads_twice(openviking_llm.base_url, who)
+        summary_reads = await _summary_reads(openviking_llm.base_url, who)
     finally:
         await channel.close()
         await host.stop()
     # The committed session's summary is final: read once, then remembered (only the stream
-    # state, which names the sessions, is read again).
+    # state, which names the sessions, is read again) until it is due to be checked again.
     assert summary_reads == [
         ["/api/v1/content/read", "/api/v1/sessions/{id}/context"],
         ["/api/v1/content/read"],
+        ["/api/v1/content/read", "/api/v1/sessions/{id}/context"],
     ]
     packet = reply.packet
     assert not packet.degraded, packet.degraded_reasons
