@@ -37,7 +37,6 @@ class HttpRequest:
     """Sent as they are; a middleware may add to them before passing the request on."""
     body: bytes | None = None
     """JSON, already encoded."""
-    timeout: float | None = None
 
     def json_body(self) -> Any:
         """The request's JSON body decoded (`{}` without one)."""
@@ -96,9 +95,8 @@ class HttpSession:
         query: QueryPairs,
         headers: dict[str, str],
         body: bytes | None,
-        timeout: float | None,
     ) -> HttpRequest:
-        return HttpRequest(method, path, self.host, self.port, query, headers, body, timeout)
+        return HttpRequest(method, path, self.host, self.port, query, headers, body)
 
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
@@ -108,7 +106,13 @@ class HttpSession:
                 keepalive_timeout=self._pool.keepalive_expiry,
             )
             self._session = aiohttp.ClientSession(
-                connector=connector, auto_decompress=True, raise_for_status=False, trust_env=False
+                connector=connector,
+                # No limit of its own: the caller bounds each attempt, middlewares included
+                # (`Transport`, from the call's deadline and kind).
+                timeout=aiohttp.ClientTimeout(total=None),
+                auto_decompress=True,
+                raise_for_status=False,
+                trust_env=False,
             )
         return self._session
 
@@ -126,7 +130,6 @@ class HttpSession:
                 URL(url, encoded=True),
                 data=request.body,
                 headers=headers,
-                timeout=aiohttp.ClientTimeout(total=request.timeout),
                 allow_redirects=False,
             ) as response:
                 body = await response.read()

@@ -182,7 +182,6 @@ class Transport:
             query=query,
             headers=headers,
             body=None if json is None else encode_json(json),
-            timeout=timeout,
         )
         try:
             async with asyncio.timeout(timeout):

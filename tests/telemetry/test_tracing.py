@@ -101,11 +101,11 @@ async def test_openviking_middleware_one_client_span_per_attempt(spans: Spans) -
             with provider.get_tracer("t").start_as_current_span("rpc") as rpc:
                 post = http.request(
                     "POST", "/api/v1/sessions/s-1/messages", query=[], headers=trace_headers(),
-                    body=encode_json({}), timeout=5.0,
+                    body=encode_json({}),
                 )  # fmt: skip
                 assert (await http.send(post)).status == 200
                 server.status = 503
-                get = http.request("GET", "/api/v1/x/fail", query=[], headers={}, body=None, timeout=5.0)
+                get = http.request("GET", "/api/v1/x/fail", query=[], headers={}, body=None)
                 assert (await http.send(get)).status == 503
         finally:
             await http.aclose()
