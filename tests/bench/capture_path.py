@@ -10,6 +10,10 @@ interleaved so that all three share the machine's load:
 - OpenViking alone: `POST /api/v1/sessions/{id}/messages/batch` of the same turn's messages in
   the same envelope the engine writes (one request, what the engine's append costs by itself).
 
+The three go in a rotating order (turn i starts with way i mod 3), so that each follows each of
+the others equally often: an engine call's background writes (release, turn index) slow down
+whichever call comes next, and a fixed order would charge them all to the same way.
+
 Every session has its own stream, so each turn is capture's steady path (no contention, no
 trigger: the thresholds are set out of reach); a session's first turn, which creates its
 stream state, is left out of the table. The OpenViking calls per RPC come from a counting
@@ -139,30 +143,24 @@ async def measure(base_url: str, sessions: int, turns: int, seed: int) -> list[S
                     pre = len(transcript)
                     transcript.extend(messages)
                     steady = turn.index > 0
-                    await after.time(
-                        after_stub.AfterTurn(
-                            capture_pb2.AfterTurnRequest(
-                                identity=who, messages=transcript, pre_prompt_message_count=pre
-                            ),
-                            timeout=60,
-                        ),
-                        steady=steady,
-                    )
-                    await commit.time(
-                        commit_stub.CommitTurn(
-                            capture_pb2.CommitTurnRequest(
-                                identity=fenced,
-                                messages=messages,
-                                advancement_key=f"turn-{turn.index}",
-                            ),
-                            timeout=60,
-                        ),
-                        steady=steady,
-                    )
                     body = [
                         openviking_message(stream_id, pre + i, m).to_body() for i, m in enumerate(messages)
                     ]
-                    await append.time(raw_append(http, raw_session, headers, body), steady=steady)
+                    ways = ["after", "commit", "append"]
+                    first = turn.index % len(ways)
+                    for way in ways[first:] + ways[:first]:
+                        if way == "after":
+                            request = capture_pb2.AfterTurnRequest(
+                                identity=who, messages=transcript, pre_prompt_message_count=pre
+                            )
+                            await after.time(after_stub.AfterTurn(request, timeout=60), steady=steady)
+                        elif way == "commit":
+                            fenced_turn = capture_pb2.CommitTurnRequest(
+                                identity=fenced, messages=messages, advancement_key=f"turn-{turn.index}"
+                            )
+                            await commit.time(commit_stub.CommitTurn(fenced_turn, timeout=60), steady=steady)
+                        else:
+                            await append.time(raw_append(http, raw_session, headers, body), steady=steady)
             await asyncio.sleep(1.0)  # the last turns' releases and index writes
             after.close_previous(after.log.mark())
             commit.close_previous(commit.log.mark())
