@@ -14,6 +14,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
+from itertools import chain
 from typing import NamedTuple
 
 from shared.openviking.models.search import GrepResult
@@ -90,26 +91,37 @@ CACHED_DOCUMENTS = 20_000
 """Documents whose term frequencies a replica remembers: the same exchanges come back from the
 semantic leg call after call."""
 
-_frequencies: SizedCache[tuple[int, int], Counter[str]] = SizedCache(CACHED_DOCUMENTS)
+
+class DocumentTerms(NamedTuple):
+    counts: Counter[str]
+    """How often each token occurs in the document."""
+    length: int
+    """How many tokens it has."""
 
 
-def term_frequencies(text: str) -> Counter[str]:
+_frequencies: SizedCache[tuple[int, int], DocumentTerms] = SizedCache(CACHED_DOCUMENTS)
+
+
+def term_frequencies(text: str) -> DocumentTerms:
     """`text`'s tokens counted, cached by content (SipHash of the text, keyed per process, and
     its length). Callers must not modify the result."""
     key = (hash(text), len(text))
-    counts = _frequencies.get(key)
-    if counts is None:
+    terms = _frequencies.get(key)
+    if terms is None:
         counts = Counter(tokens(text))
-        _frequencies.put(key, counts)
-    return counts
+        terms = DocumentTerms(counts, counts.total())
+        _frequencies.put(key, terms)
+    return terms
 
 
-def bm25_scores(query_terms: Sequence[str], corpus: Sequence[Counter[str]]) -> list[float]:
+def bm25_scores(query_terms: Sequence[str], corpus: Sequence[DocumentTerms]) -> list[float]:
     """BM25Okapi scores of each document of `corpus` (term frequencies) for `query_terms`, as
     rank_bm25 computes them: idf = ln(N - df + 0.5) - ln(df + 0.5), a negative idf floored to
     epsilon x the average idf over the corpus vocabulary."""
     size = len(corpus)
-    frequencies_of = {term: [(i, f[term]) for i, f in enumerate(corpus) if term in f] for term in query_terms}
+    frequencies_of = {
+        term: [(i, d.counts[term]) for i, d in enumerate(corpus) if term in d.counts] for term in query_terms
+    }
     idfs = {
         term: math.log(size - len(postings) + 0.5) - math.log(len(postings) + 0.5)
         for term, postings in frequencies_of.items()
@@ -118,7 +130,7 @@ def bm25_scores(query_terms: Sequence[str], corpus: Sequence[Counter[str]]) -> l
     if any(idf < 0 for idf in idfs.values()):  # a term in most documents: floored (whole vocabulary)
         floor = _idf_floor(corpus)
         idfs = {term: floor if idf < 0 else idf for term, idf in idfs.items()}
-    lengths = [frequencies.total() for frequencies in corpus]
+    lengths = [document.length for document in corpus]
     average_length = sum(lengths) / size if size else 0.0
     scores = [0.0] * size
     for term in query_terms:
@@ -131,12 +143,10 @@ def bm25_scores(query_terms: Sequence[str], corpus: Sequence[Counter[str]]) -> l
     return scores
 
 
-def _idf_floor(corpus: Sequence[Counter[str]]) -> float:
+def _idf_floor(corpus: Sequence[DocumentTerms]) -> float:
     """epsilon x the average idf over the corpus vocabulary."""
     size = len(corpus)
-    document_frequency: Counter[str] = Counter()
-    for frequencies in corpus:
-        document_frequency.update(frequencies.keys())
+    document_frequency = Counter(chain.from_iterable(document.counts for document in corpus))
     idf_sum = sum(
         words * (math.log(size - df + 0.5) - math.log(df + 0.5))
         for df, words in Counter(document_frequency.values()).items()

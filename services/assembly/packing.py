@@ -109,14 +109,21 @@ class _RecallCosts:
     def __init__(self, plan: RecallPlan | None, count: MessageTokens) -> None:
         self._plan = plan
         self._count = count
-        self.items = [self._item_tokens(m) for m in plan.memories] if plan else []
+        self._items: dict[int, int] = {}
         self._last: tuple[tuple[int, ...], list[common_pb2.ConversationMessage]] = ((), [])
-        self.base = self.exact([0]) - self.items[0] if plan and plan.memories else 0
+        self.base = self.exact([0]) - self.item(0) if plan and plan.memories else 0
 
-    def _item_tokens(self, memory: MemoryForInjection) -> int:
-        """What one more item adds to the JSON: ` {...head` and ` score},`."""
-        counter = self._count.counter
-        return counter.count(" " + head_of(memory)) + counter.count(score_piece(memory, ","))
+    def item(self, index: int) -> int:
+        """What item `index` adds to the JSON: ` {...head` and ` score},` (counted when first
+        asked: packing stops at the first item that does not fit, so most are never counted)."""
+        tokens = self._items.get(index)
+        if tokens is None:
+            assert self._plan is not None
+            memory = self._plan.memories[index]
+            counter = self._count.counter
+            tokens = counter.count(" " + head_of(memory)) + counter.count(score_piece(memory, ","))
+            self._items[index] = tokens
+        return tokens
 
     def messages(self, kept: Sequence[int]) -> list[common_pb2.ConversationMessage]:
         if self._plan is None or not kept:
@@ -171,7 +178,7 @@ class _Fill:
         for index in self.eligible:
             if index in self.kept:
                 continue
-            added = self.costs.items[index] + (0 if self.kept else self.costs.base)
+            added = self.costs.item(index) + (0 if self.kept else self.costs.base)
             if self.recall_tokens + added > min(limit, self.cap) or added > self.room:
                 return
             self.kept.append(index)
@@ -182,7 +189,7 @@ class _Fill:
         """Drop kept items that are no longer eligible (their exchange is now shown raw)."""
         for index in [i for i in self.kept if i not in self.eligible]:
             self.kept.remove(index)
-            added = self.costs.items[index] + (0 if self.kept else self.costs.base)
+            added = self.costs.item(index) + (0 if self.kept else self.costs.base)
             self.recall_tokens -= added
             self.room += added
 
@@ -242,11 +249,14 @@ def pack_context(
     limit = elision_limit(budget)
     fill.recall(int(budget * recall_share))
     whole_window = fill.raw_turns(window, count, limit, pointer)
-    fill.eligible = shown.not_shown(fill.raw)  # exchanges of window turns that did not fit
+    if not whole_window:  # exchanges of window turns that did not fit are eligible again
+        fill.eligible = shown.not_shown(fill.raw)
     fill.recall(budget)
     if not summaries and whole_window:
+        shown_before = len(fill.raw)
         fill.raw_turns(older, count, limit, pointer)
-        fill.eligible = shown.not_shown(fill.raw)
+        # The window's exchanges were left out above: only the older turns added can show more.
+        fill.eligible = shown.not_shown(fill.raw[: len(fill.raw) - shown_before], among=fill.eligible)
         fill.forget_shown()
         fill.recall(budget)
     fill.kept.sort()  # best first, whichever fill added them

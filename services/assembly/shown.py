@@ -84,8 +84,9 @@ class ShownExchanges:
         self._contents = [_normal_item(m.content) if m.kind == "turn" else "" for m in memories]
         self._words = [_words(c) if c else frozenset() for c in self._contents]
 
-    def not_shown(self, raw: Sequence[Turn]) -> list[int]:
-        """Indexes of the items that are not raw exchanges already among `raw` (best first)."""
+    def not_shown(self, raw: Sequence[Turn], among: Sequence[int] | None = None) -> list[int]:
+        """Indexes of the items that are not raw exchanges already among `raw` (best first),
+        only of those `among` when given (in their order)."""
         by_anchor: dict[str, list[str]] = {}
         unanchored: list[str] = []
         for turn in raw:
@@ -98,10 +99,11 @@ class ShownExchanges:
                 else:
                     unanchored.append(shown.text)
         anchors = frozenset(by_anchor)
+        contents = self._contents
         return [
             i
-            for i, content in enumerate(self._contents)
-            if not (content and self._contains_any(i, content, anchors, by_anchor, unanchored))
+            for i in (range(len(contents)) if among is None else among)
+            if not (contents[i] and self._contains_any(i, contents[i], anchors, by_anchor, unanchored))
         ]
 
     def _contains_any(

@@ -8,8 +8,10 @@ Which OpenViking sessions belong to a stream is decided by the engine's stream s
 A committed session is never written again (its stream moved on to a new session in the same
 compare-and-swap that handed the compaction off), so once OpenViking has summarised it, its
 overview is final: a replica remembers it (`REMEMBERED_OVERVIEWS`) instead of reading the
-session's context on every Assemble. An empty or count-only overview (commit still running, or no
-LLM) is read again each time.
+session's context on every Assemble. So is the absence of one once the session's compaction is
+settled (no longer in the stream's `inflight`: OpenViking's phase 2 ended): without an LLM,
+a count-only overview stays so. An empty or count-only overview of a compaction still in flight
+is read again each time.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from contextengine.v1 import packet_pb2
 
@@ -28,8 +30,15 @@ from shared.domain.stream_state import StreamStateStore
 from shared.errors import BackendNotFound
 from shared.sized_cache import SizedCache
 
-SessionIdResolver = Callable[[RequestIdentity, float], Awaitable[Sequence[str]]]
-"""(identity, deadline) -> the stream's OpenViking session ids, oldest first."""
+
+class CommittedSession(NamedTuple):
+    session_id: str
+    settled: bool
+    """Its compaction is no longer in flight: whatever overview it has now is final."""
+
+
+SessionIdResolver = Callable[[RequestIdentity, float], Awaitable[Sequence[CommittedSession]]]
+"""(identity, deadline) -> the stream's committed OpenViking sessions, oldest first."""
 
 MAX_SUMMARY_SESSIONS = 3
 """Newest committed sessions whose overviews Assemble reads (packing cuts old summaries first)."""
@@ -52,13 +61,14 @@ class SummarySource(Protocol):
 def stream_sessions(store: StreamStateStore) -> SessionIdResolver:
     """Resolver over the engine's stream state: every OpenViking session of the stream."""
 
-    async def resolve(identity: RequestIdentity, deadline: float) -> Sequence[str]:
+    async def resolve(identity: RequestIdentity, deadline: float) -> Sequence[CommittedSession]:
         state = await store.load(identity, deadline=deadline)
         if state is None:
             return []
         # Only committed sessions have an archive overview; the active one never does.
         committed = [s for s in state.sessions if s != state.active_session]
-        return committed[-MAX_SUMMARY_SESSIONS:]
+        inflight = {entry.session_id for entry in state.inflight}
+        return [CommittedSession(s, s not in inflight) for s in committed[-MAX_SUMMARY_SESSIONS:]]
 
     return resolve
 
@@ -81,18 +91,19 @@ class OpenVikingSessionSummaries:
     async def latest_summaries(
         self, identity: RequestIdentity, deadline: float
     ) -> list[packet_pb2.CompactSummary]:
-        session_ids = await self._resolve(identity, deadline)
-        overviews = await asyncio.gather(*(self._overview(identity, s, deadline) for s in session_ids))
+        sessions = await self._resolve(identity, deadline)
+        overviews = await asyncio.gather(*(self._overview(identity, s, deadline) for s in sessions))
         return [
             packet_pb2.CompactSummary(
-                session_uri=f"viking://user/{identity.tenant.user_id}/sessions/{session_id}",
+                session_uri=f"viking://user/{identity.tenant.user_id}/sessions/{session.session_id}",
                 overview=overview,
             )
-            for session_id, overview in zip(session_ids, overviews, strict=True)
+            for session, overview in zip(sessions, overviews, strict=True)
             if overview
         ]
 
-    async def _overview(self, identity: RequestIdentity, session_id: str, deadline: float) -> str:
+    async def _overview(self, identity: RequestIdentity, session: CommittedSession, deadline: float) -> str:
+        session_id = session.session_id
         key = (identity.tenant.account_id, identity.tenant.user_id, session_id)
         remembered = self._final.get(key)
         if remembered is not None and self._clock() - remembered[1] < OVERVIEW_RECHECK_SECONDS:
@@ -106,6 +117,7 @@ class OpenVikingSessionSummaries:
         overview = context.latest_archive_overview.strip()
         # A count-only placeholder is no summary: it must not displace raw turns.
         if is_placeholder_summary(overview):
-            return ""
-        self._final.put(key, (overview, self._clock()))
+            overview = ""
+        if overview or session.settled:
+            self._final.put(key, (overview, self._clock()))
         return overview

@@ -99,15 +99,16 @@ def test_retrieval_deadline() -> None:
     assert retrieval_deadline(100.0, 0.0, 5000) == pytest.approx(100.01)
 
 
-async def _summary_reads(base_url: str, who: common_pb2.Identity) -> list[list[str]]:
-    """The OpenViking routes each of three summary lookups of `who`'s stream reads: two in a row,
-    then one after the remembered overview is due to be checked again."""
+async def _summary_reads(base_url: str, who: common_pb2.Identity) -> list[tuple[list[str], list[str]]]:
+    """The OpenViking routes each of three summary lookups of `who`'s stream reads, with the
+    overviews it found: two in a row, then one after the remembered overview is due to be
+    checked again."""
     recorder = RequestRecorder()
     identity = request_identity(
         who, load_settings(environ={}, overrides={"baseUrl": base_url}), session_required=True
     )
     now = [0.0]
-    reads: list[list[str]] = []
+    reads: list[tuple[list[str], list[str]]] = []
     async with OpenVikingClient(base_url, DevAuth(), middlewares=[recorder]) as client:
         states = StreamStateStore(DocumentStore(client))
         summaries = OpenVikingSessionSummaries(client, stream_sessions(states), clock=lambda: now[0])
@@ -115,9 +116,40 @@ async def _summary_reads(base_url: str, who: common_pb2.Identity) -> list[list[s
             now[0] = elapsed
             recorder.requests.clear()
             found = await summaries.latest_summaries(identity, time.monotonic() + 30)
-            assert [s.overview for s in found] and all(s.overview for s in found)
-            reads.append([openviking_route(r.path) for r in recorder.requests])
+            reads.append(([openviking_route(r.path) for r in recorder.requests], [s.overview for s in found]))
     return reads
+
+
+STATE_READ = "/api/v1/content/read"
+CONTEXT_READ = "/api/v1/sessions/{id}/context"
+
+
+@pytest.mark.stack
+async def test_a_settled_compaction_without_summary_is_not_read_again(openviking: OpenVikingEndpoint) -> None:
+    """No LLM: the committed session's overview is a count-only placeholder, shown as no summary.
+    Once its compaction has settled nothing will replace it, so the session's context is read
+    once, not on every Assemble (until the recheck)."""
+    who = identity_of(unique_tenant("nosum"), f"host-{uuid.uuid4().hex[:6]}")
+    settings = load_settings(
+        environ={}, overrides={"baseUrl": openviking.base_url, "grpcPort": 0, "shutdownGraceSeconds": 0.1}
+    )
+    host = await start_host(settings, "all", port=0)
+    try:
+        async with aio.insecure_channel(host.address) as channel:
+            await capture_pb2_grpc.CaptureServiceStub(channel).AfterTurn(
+                capture_pb2.AfterTurnRequest(identity=who, messages=transcript()[:2]), timeout=60
+            )
+            compacted = await compaction_pb2_grpc.CompactionServiceStub(channel).Compact(
+                compaction_pb2.CompactRequest(
+                    identity=who, trigger=checkpoint_pb2.COMPACTION_TRIGGER_HOST_REQUEST
+                ),
+                timeout=120,
+            )
+        assert compacted.checkpoint.status == checkpoint_pb2.CHECKPOINT_STATUS_COMPLETED, compacted
+        reads = await _summary_reads(openviking.base_url, who)
+    finally:
+        await host.stop()
+    assert reads == [([STATE_READ, CONTEXT_READ], []), ([STATE_READ], []), ([STATE_READ, CONTEXT_READ], [])]
 
 
 @pytest.mark.stack
@@ -167,11 +199,14 @@ async def test_assemble_injects_recall_profile_and_summary(openviking_llm: OpenV
         await host.stop()
     # The committed session's summary is final: read once, then remembered (only the stream
     # state, which names the sessions, is read again) until it is due to be checked again.
-    assert summary_reads == [
-        ["/api/v1/content/read", "/api/v1/sessions/{id}/context"],
-        ["/api/v1/content/read"],
-        ["/api/v1/content/read", "/api/v1/sessions/{id}/context"],
+    assert [routes for routes, _ in summary_reads] == [
+        [STATE_READ, CONTEXT_READ],
+        [STATE_READ],
+        [STATE_READ, CONTEXT_READ],
     ]
+    assert all(
+        len(overviews) == 1 and compacted.summary.strip() in overviews[0] for _, overviews in summary_reads
+    ), summary_reads
     packet = reply.packet
     assert not packet.degraded, packet.degraded_reasons
     assert packet.recall_query.endswith("which text editor do I prefer for coding")

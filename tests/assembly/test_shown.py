@@ -51,3 +51,5 @@ def test_anchor_search_finds_what_a_full_search_finds(texts: list[str], data: st
     shown = ShownExchanges(memories)
     assert shown.not_shown(raw[cut:]) == reference(memories, raw[cut:])
     assert shown.not_shown(raw) == reference(memories, raw)
+    # Narrowed to what the newer turns left eligible, the older turns leave what all of them do.
+    assert shown.not_shown(raw[:cut], among=shown.not_shown(raw[cut:])) == reference(memories, raw)
