@@ -27,15 +27,8 @@ from dataclasses import dataclass, field
 from contextengine.v1 import common_pb2, compaction_pb2
 
 from services.compaction.transcript import session_turns
-from shared.domain.checkpoints import (
-    CheckpointRecord,
-    CheckpointStore,
-    Status,
-    archive_messages_uri,
-    is_checkpoint_id,
-    read_archive_turns,
-    session_uri,
-)
+from shared.domain.archives import archive_messages_uri, read_archive_turns, session_uri
+from shared.domain.checkpoints import CheckpointRecord, CheckpointStore, Status, is_checkpoint_id
 from shared.domain.documents import DocumentStore
 from shared.domain.envelope import TURN_ID_PREFIX, PersistedTurn, texts_of, turn_envelope
 from shared.domain.identity import RequestIdentity, check_free_text_id

@@ -12,15 +12,9 @@ from services.compaction.expand import Expander
 from services.compaction.listing import CheckpointListing
 from services.compaction.worker import CompactionWorker
 from shared.config import Settings
-from shared.domain.checkpoints import (
-    CheckpointRecord,
-    CheckpointStore,
-    finalise,
-    is_checkpoint_id,
-    stream_identity,
-    to_proto,
-)
+from shared.domain.checkpoints import CheckpointRecord, CheckpointStore, is_checkpoint_id, to_proto
 from shared.domain.documents import DocumentStore
+from shared.domain.finalisation import finalise, stream_identity
 from shared.domain.identity import request_identity
 from shared.domain.paging import page_offset, page_token
 from shared.errors import Aborted, BackendError, InvalidArgument, NotFound

@@ -4,12 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from shared.domain.checkpoints import (
-    archive_messages_uri,
-    engine_turns,
-    parse_session_messages,
-    session_uri,
-)
+from shared.domain.archives import archive_messages_uri, engine_turns, parse_session_messages, session_uri
 from shared.domain.envelope import PersistedTurn
 from shared.errors import BackendNotFound
 from shared.openviking.client import OpenVikingClient

@@ -9,7 +9,7 @@ a task of this replica - never of the call that asked - which:
    commit; otherwise it commits the session now (nothing left to archive: the hand-off is
    dropped, no checkpoint remains);
 2. polls until OpenViking's phase 2 ended and finalises the checkpoint (COMPLETED or FAILED,
-   `shared.domain.checkpoints.finalise`); transient OpenViking errors are retried.
+   `shared.domain.finalisation.finalise`); transient OpenViking errors are retried.
 
 The lease (`LEASE_SECONDS`, renewed every `RENEW_SECONDS`) keeps two replicas from working on
 one checkpoint; shutdown releases it. A hand-off whose owner died is resumed within
@@ -32,17 +32,19 @@ from services.compaction.transcript import session_turns
 from shared.domain.checkpoints import (
     CheckpointRecord,
     CheckpointStore,
-    attach_commit,
     checkpoint_uri,
+    stream_of_checkpoint,
+    utc_now,
+)
+from shared.domain.documents import DocumentStore
+from shared.domain.finalisation import (
+    attach_commit,
     finalise,
     forget_inflight,
     mark_failed,
     reconcile_commit,
     stream_identity,
-    stream_of_checkpoint,
-    utc_now,
 )
-from shared.domain.documents import DocumentStore
 from shared.domain.identity import RequestIdentity
 from shared.domain.memory_changes import MemoryChanges
 from shared.domain.stream_state import InflightCompaction, StreamState, StreamStateStore

@@ -8,9 +8,9 @@ import pytest
 from contextengine.v1 import checkpoint_pb2
 
 from services.compaction.expand import overlap_score, parse_reference, words
+from shared.domain.archives import archive_index_of
 from shared.domain.checkpoints import (
     CheckpointRecord,
-    archive_index_of,
     from_proto,
     is_checkpoint_id,
     new_checkpoint_id,

@@ -8,8 +8,9 @@ import uuid
 import pytest
 from contextengine.v1 import checkpoint_pb2, common_pb2, compaction_pb2
 
-from shared.domain.checkpoints import CheckpointStore, finalise
+from shared.domain.checkpoints import CheckpointStore
 from shared.domain.documents import DocumentStore
+from shared.domain.finalisation import finalise
 from tests.compaction.helpers import (
     StreamWriter,
     compact_request,

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 from contextengine.v1 import checkpoint_pb2, common_pb2, compaction_pb2
 
-from shared.domain.checkpoints import session_uri
+from shared.domain.archives import session_uri
 from tests.compaction.helpers import (
     Replica,
     StreamWriter,

@@ -6,12 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from shared.domain.checkpoints import (
-    archive_messages_uri,
-    parse_session_messages,
-    session_archives,
-    session_uri,
-)
+from shared.domain.archives import archive_messages_uri, parse_session_messages, session_archives, session_uri
 from shared.domain.envelope import persisted_turn
 from shared.errors import BackendNotFound
 from shared.openviking.client import OpenVikingClient
