@@ -16,7 +16,6 @@ from contextengine.v1 import common_pb2, packet_pb2
 
 from services.assembly.envelopes import EnvelopeCache, turn_envelopes
 from services.assembly.fallback import relevant_memories_block
-from services.assembly.host_messages import HostTranscript
 from services.assembly.injection import (
     EXPLICIT_RECALL_SOURCE,
     recall_tool_result_json,
@@ -42,6 +41,7 @@ from services.assembly.summaries import SummarySource
 from services.assembly.token_counts import MessageTokens, TokenCountCache
 from shared.config import Settings
 from shared.domain.envelope import turn_id_for
+from shared.domain.host_messages import HostTranscript
 from shared.domain.identity import RequestIdentity
 from shared.tokens import TokenCounter
 

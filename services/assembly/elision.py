@@ -8,7 +8,7 @@ from collections.abc import Callable
 from contextengine.v1 import common_pb2
 
 from services.assembly.token_counts import MessageTokens
-from services.assembly.turns import Turn
+from shared.domain.turns import Turn
 
 MIN_ELISION_TOKENS = 128
 """Older tool outputs are never cut below this many tokens."""

@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 from contextengine.v1 import common_pb2, envelope_pb2
 
-from services.assembly.turns import Turn
 from shared.domain.identity import RequestIdentity
 from shared.domain.messages import MessageKeys
+from shared.domain.turns import Turn
 from shared.sized_cache import MessageKey, SizedCache
 
 _ROLES = {

@@ -38,7 +38,7 @@ from services.assembly.injection import (
 from services.assembly.recall_json import head_of, pieces_tokens, recall_json_pieces, score_piece
 from services.assembly.shown import ShownExchanges
 from services.assembly.token_counts import MessageTokens
-from services.assembly.turns import Turn
+from shared.domain.turns import Turn
 
 DEFAULT_RECALL_SHARE = 0.5
 

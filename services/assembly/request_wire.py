@@ -1,11 +1,5 @@
-"""`AssembleRequest` as it arrives, with each host message still in its wire bytes.
-
-Hosts resend their whole transcript on every Assemble. Decoding the messages as bytes (the wire
-format of a sub-message is a length-delimited bytes field) lets the engine recognise messages it
-has seen before by their bytes alone, and decode, validate and count only the new ones
-(`services.assembly.host_messages`). The wire type is derived from `AssembleRequest`'s own
-descriptor, so it follows the contract's field numbers; only `messages` changes type.
-"""
+"""`AssembleRequest` as it arrives, with each host message still in its wire bytes
+(`shared.runtime.request_wire`)."""
 
 from __future__ import annotations
 
@@ -13,10 +7,8 @@ from collections.abc import Sequence
 from typing import Protocol, cast
 
 from contextengine.v1 import assembly_pb2, common_pb2
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-from google.protobuf.message import Message
 
-WIRE_PACKAGE = "contextengine.v1.wire"
+from shared.runtime.request_wire import wire_type
 
 
 class AssembleWire(Protocol):
@@ -29,27 +21,7 @@ class AssembleWire(Protocol):
     prompt: str
 
 
-def _wire_class() -> type[Message]:
-    message = descriptor_pb2.DescriptorProto()
-    assembly_pb2.AssembleRequest.DESCRIPTOR.CopyToProto(message)
-    message.name = "AssembleRequestWire"
-    messages = next(f for f in message.field if f.name == "messages")
-    messages.type = descriptor_pb2.FieldDescriptorProto.TYPE_BYTES
-    messages.ClearField("type_name")
-    source = assembly_pb2.DESCRIPTOR
-    wire_file = descriptor_pb2.FileDescriptorProto(
-        name=f"{WIRE_PACKAGE.replace('.', '/')}/assembly_wire.proto",
-        package=WIRE_PACKAGE,
-        syntax="proto3",
-        dependency=[d.name for d in source.dependencies],
-        message_type=[message],
-    )
-    pool = descriptor_pool.Default()
-    pool.AddSerializedFile(wire_file.SerializeToString())
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{WIRE_PACKAGE}.{message.name}"))
-
-
-_WIRE = _wire_class()
+_WIRE = wire_type(assembly_pb2.AssembleRequest)
 
 
 def parse_assemble_wire(data: bytes) -> AssembleWire:

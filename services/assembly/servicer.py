@@ -15,13 +15,13 @@ from services.assembly.assemble import (
     retrieval_deadline,
 )
 from services.assembly.envelopes import ENVELOPES, EnvelopeCache
-from services.assembly.host_messages import HostMessageCache, host_transcript
 from services.assembly.ports import AssemblyBackend
 from services.assembly.profile import ProfileCache
 from services.assembly.request_wire import AssembleWire, as_wire
 from services.assembly.summaries import SummarySource
 from services.assembly.token_counts import TokenCountCache
 from shared.config import Settings
+from shared.domain.host_messages import HostMessageCache, host_transcript
 from shared.domain.identity import request_identity
 from shared.domain.memory_changes import MemoryChanges
 from shared.domain.messages import MAX_TEXT_CHARS

@@ -16,8 +16,8 @@ from functools import lru_cache
 from contextengine.v1 import common_pb2
 
 from services.assembly.injection import MemoryForInjection
-from services.assembly.turns import Turn
 from shared.domain.messages import plain_text
+from shared.domain.turns import Turn
 from shared.sized_cache import SizedCache
 
 REMEMBERED_ITEMS = 8_192

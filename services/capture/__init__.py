@@ -6,10 +6,11 @@ import asyncio
 import logging
 import time
 
-from contextengine.v1 import capture_pb2_grpc
+from contextengine.v1 import capture_pb2
 from grpc import aio
 
 from services.capture.compaction_client import CompactionNudger
+from services.capture.request_wire import parse_after_turn_wire
 from services.capture.servicer import CaptureServicer
 from services.capture.transcript import TranscriptWriter
 from services.capture.triggers import TriggerThresholds
@@ -18,6 +19,7 @@ from shared.domain.documents import DocumentStore
 from shared.domain.stream_state import StreamStateStore
 from shared.domain.turn_index_writer import TurnIndexWriter
 from shared.runtime.context import ServiceContext
+from shared.runtime.handlers import add_unary_service
 from shared.runtime.server import ServiceSpec
 
 SERVICE_NAME = "contextengine.v1.CaptureService"
@@ -47,7 +49,13 @@ def build_capture_service(context: ServiceContext) -> ServiceSpec:
     servicer = CaptureServicer(settings, context.openviking, turns, context.in_process.memory_changes)
 
     def register(server: aio.Server) -> None:
-        capture_pb2_grpc.add_CaptureServiceServicer_to_server(servicer, server)
+        # AfterTurn takes its host messages as wire bytes: only new messages are decoded.
+        add_unary_service(
+            server,
+            capture_pb2.DESCRIPTOR.services_by_name["CaptureService"],
+            servicer,
+            {"AfterTurn": (servicer.after_turn_wire, parse_after_turn_wire)},
+        )
 
     async def flush_on_shutdown() -> None:
         """Finish the appends (and releases, index writes) this replica owns, then hand off a

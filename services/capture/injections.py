@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from contextengine.v1 import common_pb2
 
 from shared.domain.json_text import loads_or_none
+from shared.domain.messages import MessageShape
 
 INJECTED_ID_PREFIX = "ce-injected-"
 INJECTED_MARKER_KEY = "contextengine_injected"
@@ -69,6 +70,17 @@ def auto_recall_call_ids(messages: Sequence[common_pb2.ConversationMessage]) -> 
         for message in messages
         for block in message.content
         if block.HasField("tool_call") and block.tool_call.name == AUTO_RECALL_TOOL
+    )
+
+
+def auto_recall_call_ids_of(shapes: Sequence[MessageShape]) -> frozenset[str]:
+    """The same, from the messages' validated shapes (no message is looked into again)."""
+    return frozenset(
+        call_id
+        for shape in shapes
+        if shape.call_ids
+        for call_id, name in zip(shape.call_ids, shape.call_names, strict=True)
+        if name == AUTO_RECALL_TOOL
     )
 
 
@@ -154,9 +166,16 @@ class CleanedTranscript:
     the last such message before index `i` gives `i` what cleaning the whole transcript would.
     """
 
-    def __init__(self, messages: Sequence[common_pb2.ConversationMessage]) -> None:
+    def __init__(
+        self,
+        messages: Sequence[common_pb2.ConversationMessage],
+        shapes: Sequence[MessageShape] | None = None,
+    ) -> None:
+        """`shapes`: the messages' validated shapes, when the caller has them."""
         self._messages = messages
-        self._recall_ids = auto_recall_call_ids(messages)
+        self._recall_ids = (
+            auto_recall_call_ids(messages) if shapes is None else auto_recall_call_ids_of(shapes)
+        )
         self._start = len(messages)
         self._cleaned: list[CleanedMessage] = []
 

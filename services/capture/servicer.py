@@ -6,8 +6,16 @@ from contextengine.v1 import capture_pb2, capture_pb2_grpc, checkpoint_pb2
 from grpc import aio
 
 from services.capture import memories
+from services.capture.request_wire import AfterTurnWire, as_wire
 from services.capture.turns import FencedTurn, TurnCapture, TurnOutcome
 from shared.config import Settings
+from shared.domain.host_messages import (
+    CAPTURE_CACHE_SHARE,
+    HOST_MESSAGE_BYTES,
+    STREAM_TRANSCRIPT_BYTES,
+    HostMessageCache,
+    host_transcript,
+)
 from shared.domain.identity import request_identity
 from shared.domain.memory_changes import MemoryChanges
 from shared.domain.messages import (
@@ -55,10 +63,21 @@ class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
         self._turns = turns
         self._memory_changes = memory_changes or MemoryChanges()
         self._validated = ValidatedMessages(VALIDATED_MESSAGES)
-        """Hosts resend their whole transcript on AfterTurn: a message is validated once."""
+        """CommitTurn's and Ingest's messages: a retried message is validated once."""
+        self._host_messages = HostMessageCache(
+            int(HOST_MESSAGE_BYTES * CAPTURE_CACHE_SHARE), int(STREAM_TRANSCRIPT_BYTES * CAPTURE_CACHE_SHARE)
+        )
+        """AfterTurn's: a host resends its whole transcript, only new messages are decoded."""
 
     async def AfterTurn(  # noqa: N802 - gRPC method name
         self, request: capture_pb2.AfterTurnRequest, context: aio.ServicerContext[object, object]
+    ) -> capture_pb2.AfterTurnResponse:
+        """An in-process caller's request; the server hands `after_turn_wire` the request as it
+        arrives (`services.capture.request_wire`)."""
+        return await self.after_turn_wire(as_wire(request), context)
+
+    async def after_turn_wire(
+        self, request: AfterTurnWire, context: aio.ServicerContext[object, object]
     ) -> capture_pb2.AfterTurnResponse:
         if not self._settings.auto_capture:
             return capture_pb2.AfterTurnResponse(last_sequence=-1, skipped_reason=SKIPPED_CAPTURE_OFF)
@@ -68,7 +87,7 @@ class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
         attr.set_identity(
             account_id=identity.tenant.account_id, session_id=identity.session_id, agent_id=identity.agent_id
         )
-        validate_messages(request.messages, validated=self._validated)
+        transcript = host_transcript(request.messages, self._host_messages, identity.buffer_key)
         if not 0 <= request.pre_prompt_message_count <= len(request.messages):
             raise InvalidArgument(
                 "pre_prompt_message_count", f"must be between 0 and {len(request.messages)}"
@@ -77,11 +96,12 @@ class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
             raise InvalidArgument("token_budget", "must not be negative")
         outcome = await self._turns.after_turn(
             identity,
-            request.messages,
+            transcript.messages,
             request.pre_prompt_message_count,
             token_budget=request.token_budget,
             model=request.model,
             deadline=call_deadline(context),
+            shapes=transcript.shapes,
         )
         _record_turn_attributes(outcome, request.token_budget or self._settings.default_token_budget)
         return capture_pb2.AfterTurnResponse(

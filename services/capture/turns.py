@@ -22,6 +22,7 @@ from shared.domain.checkpoints import new_checkpoint_id
 from shared.domain.envelope import turn_provenance
 from shared.domain.handoff import compaction_inflight_for_active, hand_off
 from shared.domain.identity import RequestIdentity
+from shared.domain.messages import MessageShape
 from shared.domain.stream_state import StreamState, StreamStateStore, turn_key_digest, utc_now
 from shared.domain.turn_index import IndexedMessage
 from shared.domain.turn_index_writer import TurnIndexWriter
@@ -194,10 +195,12 @@ class TurnCapture:
         token_budget: int,
         model: str,
         deadline: float | None = None,
+        shapes: Sequence[MessageShape] | None = None,
     ) -> TurnOutcome:
-        """Persist every host message not yet persisted (sequence = transcript position)."""
+        """Persist every host message not yet persisted (sequence = transcript position);
+        `shapes`: the messages' validated shapes, when the caller has them."""
         self.known.touch(identity)
-        cleaned = CleanedTranscript(messages)
+        cleaned = CleanedTranscript(messages, shapes)
         counter = TokenCounter.for_model(model, self._default_encoding)
         last = len(messages) - 1
 

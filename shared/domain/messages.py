@@ -75,6 +75,8 @@ class MessageShape:
     call_ids: tuple[str, ...]
     answers: str
     """The tool_call_id a TOOL_RESULT message answers ("" for other messages)."""
+    call_names: tuple[str, ...] = ()
+    """The tool names of `call_ids`, in the same order."""
 
 
 ValidatedMessages = SizedCache[MessageKey, MessageShape]
@@ -188,7 +190,8 @@ def _validate_message(
     calls: set[str] = set()
     for j, block in enumerate(message.content):
         _validate_block(block, message.role, f"{at}.content[{j}]", calls)
-    return MessageShape(key, message.role, tuple(tool_call_ids(message)), "")
+    made = [block.tool_call for block in message.content if block.HasField("tool_call")]
+    return MessageShape(key, message.role, tuple(c.id for c in made), "", tuple(c.name for c in made))
 
 
 def _validate_block(

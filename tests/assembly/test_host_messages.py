@@ -7,10 +7,10 @@ from contextengine.v1 import assembly_pb2, common_pb2
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.assembly.host_messages import HostMessageCache, host_transcript
 from services.assembly.request_wire import as_wire
-from services.assembly.turns import extend_turns, split_turns
+from shared.domain.host_messages import HostMessageCache, host_transcript
 from shared.domain.messages import tool_call_ids, validate_messages
+from shared.domain.turns import extend_turns, split_turns
 from shared.errors import InvalidArgument
 from shared.sized_cache import SizedCache
 from tests.assembly.helpers import assistant, tool_result, user

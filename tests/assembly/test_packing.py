@@ -13,8 +13,8 @@ from services.assembly.elision import elision_limit
 from services.assembly.injection import MemoryForInjection, is_engine_injected, summary_message
 from services.assembly.packing import PackedContext, RecallPlan, expandable, pack_context, profile_text
 from services.assembly.token_counts import MessageTokens, TokenCountCache
-from services.assembly.turns import split_turns
 from shared.domain.messages import plain_text, validate_messages
+from shared.domain.turns import split_turns
 from shared.tokens import TokenCounter
 from tests.assembly.helpers import assistant, tool_result, user
 

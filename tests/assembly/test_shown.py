@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from services.assembly.injection import MemoryForInjection
 from services.assembly.shown import MIN_SHOWN_CHARS, SHOWN_PREFIX_CHARS, ShownExchanges
-from services.assembly.turns import Turn
 from shared.domain.messages import plain_text
+from shared.domain.turns import Turn
 from tests.assembly.helpers import assistant, user
 
 WORD = st.sampled_from(

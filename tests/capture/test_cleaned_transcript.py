@@ -8,7 +8,13 @@ from contextengine.v1 import common_pb2
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.capture.injections import CleanedTranscript, clean_transcript
+from services.capture.injections import (
+    CleanedTranscript,
+    auto_recall_call_ids,
+    auto_recall_call_ids_of,
+    clean_transcript,
+)
+from shared.domain.messages import validate_messages
 from tests.capture.messages import assistant, injected_recall, tool_call, tool_result, user
 
 
@@ -42,13 +48,21 @@ def transcripts(draw: st.DrawFn) -> list[common_pb2.ConversationMessage]:
     return messages
 
 
-@given(transcripts(), st.lists(st.integers(0, 40), max_size=4), st.integers(0, 40))
+@given(transcripts(), st.lists(st.integers(0, 40), max_size=4), st.integers(0, 40), st.booleans())
 def test_cleaning_from_where_it_is_needed_equals_cleaning_everything(
-    messages: list[common_pb2.ConversationMessage], asked: list[int], tail_from: int
+    messages: list[common_pb2.ConversationMessage], asked: list[int], tail_from: int, by_shape: bool
 ) -> None:
+    """Also when the recall call ids come from the validated shapes (AfterTurn's wire path)."""
     whole = clean_transcript(messages)
-    lazy = CleanedTranscript(messages)
+    lazy = CleanedTranscript(messages, validate_messages(messages) if by_shape else None)
     for index in [i for i in asked if i < len(messages)]:
         assert lazy[index] == whole[index]
     assert lazy.tail(tail_from) == whole[tail_from:]
     assert [lazy[i] for i in range(len(messages))] == whole
+
+
+@given(transcripts())
+def test_recall_call_ids_from_shapes_equal_those_from_messages(
+    messages: list[common_pb2.ConversationMessage],
+) -> None:
+    assert auto_recall_call_ids_of(validate_messages(messages)) == auto_recall_call_ids(messages)

@@ -1,8 +1,8 @@
-"""The host's transcript of one Assemble: each distinct message decoded and validated once, and
-a stream's transcript taken up where its previous call left it.
+"""The host's transcript of one Assemble or AfterTurn: each distinct message decoded and
+validated once, and a stream's transcript taken up where its previous call left it.
 
 A host resends its whole transcript on every call (1,500 messages at 500 turns). Each message
-arrives as its own wire bytes (`services.assembly.request_wire`):
+arrives as its own wire bytes (`shared.runtime.request_wire`):
 
 - a replica keeps the decoded message and its validated shape by the content key of its bytes,
   so a call decodes and validates only messages it has not seen before, and checks the place of
@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from contextengine.v1 import common_pb2
 from google.protobuf.message import DecodeError
 
-from services.assembly.turns import Turn, extend_turns
 from shared.domain.messages import MessageKeys, MessageShape, TranscriptCheck, check_message_count
+from shared.domain.turns import Turn, extend_turns
 from shared.errors import InvalidArgument
 from shared.sized_cache import MessageKey, SizedCache
 
@@ -32,8 +32,10 @@ HOST_MESSAGE_BYTES = 32 * 1024 * 1024
 """Wire bytes of the decoded messages a replica keeps (they take ~2-3x that in memory)."""
 STREAM_TRANSCRIPT_BYTES = 32 * 1024 * 1024
 """Wire bytes of the streams' last transcripts a replica keeps (50 streams of 500 turns), with
-their decoded messages (mostly those of the message cache). Both bounds together keep a replica
-well inside the assembly container's 768 MiB limit (k8s/base/assembly.yaml)."""
+their decoded messages (mostly those of the message cache). Both bounds together keep an
+assembly replica well inside its container's 768 MiB limit (k8s/base/assembly.yaml); capture,
+with 512 MiB, keeps half of each (`CAPTURE_CACHE_SHARE`)."""
+CAPTURE_CACHE_SHARE = 0.5
 
 
 @dataclass(frozen=True, slots=True)
