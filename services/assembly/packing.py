@@ -249,13 +249,13 @@ def pack_context(
     limit = elision_limit(budget)
     fill.recall(int(budget * recall_share))
     whole_window = fill.raw_turns(window, count, limit, pointer)
-    if not whole_window:  # exchanges of window turns that did not fit are eligible again
-        fill.eligible = shown.not_shown(fill.raw)
+    # Against the raw turns as kept (elided, and without the window turns that did not fit).
+    fill.eligible = shown.not_shown(fill.raw)
     fill.recall(budget)
     if not summaries and whole_window:
         shown_before = len(fill.raw)
         fill.raw_turns(older, count, limit, pointer)
-        # The window's exchanges were left out above: only the older turns added can show more.
+        # What the turns kept so far show is left out already: only the older turns added can show more.
         fill.eligible = shown.not_shown(fill.raw[: len(fill.raw) - shown_before], among=fill.eligible)
         fill.forget_shown()
         fill.recall(budget)
