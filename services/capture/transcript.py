@@ -5,7 +5,9 @@ Any replica may serve any call, so the stream state document is the only coordin
 1. claim: one compare-and-swap sets `last_sequence` to the new maximum and `pending_write` to
    the claimed range *before* anything is appended. A claim exists at most once per stream, so
    appends are serialised and stay in transcript order; a second caller waits for it to clear
-   and then only sees what is still unclaimed (those messages are duplicates to it);
+   and then only sees what is still unclaimed (those messages are duplicates to it). A claim
+   whose compare-and-swap keeps losing to other writers waits the same way, within the call's
+   time, rather than failing after one state update's attempts;
 2. append the claimed messages (`add_messages`) to the claim's session;
 3. release: clear the claim and add the counters the triggers need. The caller is answered
    from the claimed state as soon as the append landed; the release is written after it
@@ -296,7 +298,13 @@ class TranscriptWriter:
                 count_known=count_known,
             )
             async with self._releases.claiming(identity):
-                state, written = await self._states.update(identity, claim, deadline=deadline)
+                try:
+                    state, written = await self._states.update(identity, claim, deadline=deadline)
+                except Aborted:  # contended: other writers won every round; a claim may wait longer
+                    if time.monotonic() >= give_up:
+                        raise
+                    await asyncio.sleep(CLAIM_POLL_SECONDS)
+                    continue
                 self._releases.observe(identity, state)
             if written and made:
                 pending, plan = made[0]

@@ -1,11 +1,13 @@
 """A write that fails between claim and release leaves nothing skipped and nothing doubled.
 
 The OpenViking client here is real; a subclass fails `add_messages` before or after the real
-append (an ambiguous failure: the request landed but the answer was lost).
+append (an ambiguous failure: the request landed but the answer was lost), or a middleware
+answers state compare-and-swaps with OpenViking's conflict, as if other writers won them.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 import pytest
@@ -14,8 +16,9 @@ from services.capture.transcript import Candidate, ClaimPlan, TranscriptWriter
 from shared.config import load_settings
 from shared.domain.documents import DocumentStore
 from shared.domain.identity import parse_identity
-from shared.domain.stream_state import StreamState, StreamStateStore
+from shared.domain.stream_state import MAX_CAS_ATTEMPTS, StreamState, StreamStateStore
 from shared.errors import BackendUnavailable
+from shared.openviking.http import HttpRequest, HttpResponse, Send
 from shared.openviking.models.parts import NewMessage
 from shared.openviking.models.sessions import MessagesAdded
 from shared.openviking.tenant import Tenant
@@ -97,3 +100,52 @@ async def test_failed_append_is_repaired_on_the_next_delivery(
         final = await settled_stream_state(states, identity)
         assert final.last_sequence == len(transcript) - 1
         assert final.turns_since_compaction == 3
+
+
+class LostCasRounds:
+    """HTTP middleware: the next `rounds` compare-and-swaps of a stream state are answered with
+    OpenViking's 409 conflict without reaching it, as if another writer had won each of them."""
+
+    def __init__(self, rounds: int) -> None:
+        self.rounds = rounds
+
+    async def __call__(self, request: HttpRequest, send: Send) -> HttpResponse:
+        batch = request.json_body() if request.path.endswith("/batch-write") else {}
+        operations = batch.get("operations", [])
+        if self.rounds > 0 and any(
+            op.get("expected_sha256") and op["uri"].endswith("/state.json") for op in operations
+        ):
+            self.rounds -= 1
+            body = {"status": "error", "error": {"code": "CONFLICT", "message": "content changed"}}
+            return HttpResponse(409, "Conflict", json.dumps(body).encode())
+        return await send(request)
+
+
+async def test_a_claim_that_keeps_losing_its_compare_and_swap_waits_instead_of_failing(
+    openviking: OpenVikingEndpoint,
+) -> None:
+    """More lost rounds than one state update tries (`MAX_CAS_ATTEMPTS`): the claim is tried again
+    within the call's time, like a claim held by another writer, and the turn is stored once."""
+    settings = load_settings(environ={}, overrides={"baseUrl": openviking.base_url})
+    lost = LostCasRounds(0)
+    async with build_openviking_client(settings, middlewares=[lost]) as ov:
+        identity_msg = new_identity()
+        identity = parse_identity(identity_msg, default_agent_id="a", session_required=True)
+        transcript = conversation(2)
+        states = StreamStateStore(DocumentStore(ov))
+        await states.update(identity, lambda current: current)  # the state exists: updates are CAS
+        writer = TranscriptWriter(ov, states)
+
+        def plan(state: StreamState) -> ClaimPlan | None:
+            start = state.last_sequence + 1
+            if start >= len(transcript):
+                return None
+            candidates = [Candidate(i, transcript[i]) for i in range(start, len(transcript))]
+            return ClaimPlan(start, len(transcript) - 1, candidates)
+
+        lost.rounds = MAX_CAS_ATTEMPTS + 3
+        result = await writer.write(identity, plan, TokenCounter("cl100k_base"))
+        assert lost.rounds == 0
+        assert len(result.persisted) == len(transcript)
+        stored = await stored_turns(ov, identity_msg)
+        assert [s for s, _ in stored] == list(range(len(transcript)))
