@@ -6,7 +6,7 @@ from contextengine.v1 import assembly_pb2
 from grpc import aio
 
 from services.assembly.ports import AssemblyBackend
-from services.assembly.request_wire import parse_assemble_wire
+from services.assembly.request_wire import ASSEMBLE_WIRE
 from services.assembly.servicer import AssemblyService
 from services.assembly.summaries import OpenVikingSessionSummaries, SummarySource, stream_sessions
 from shared.config import Settings
@@ -62,7 +62,7 @@ def _spec(servicer: AssemblyService) -> ServiceSpec:
             server,
             assembly_pb2.DESCRIPTOR.services_by_name["AssemblyService"],
             servicer,
-            {"Assemble": (servicer.assemble_wire, parse_assemble_wire)},
+            {"Assemble": (servicer.assemble_wire, ASSEMBLE_WIRE.parse)},
         )
 
     return ServiceSpec(name=SERVICE_NAME, register=register)

@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, cast
+from typing import Protocol
 
 from contextengine.v1 import assembly_pb2, common_pb2
 
-from shared.runtime.request_wire import wire_type
+from shared.runtime.request_wire import WireCodec
 
 
 class AssembleWire(Protocol):
@@ -21,14 +21,4 @@ class AssembleWire(Protocol):
     prompt: str
 
 
-_WIRE = wire_type(assembly_pb2.AssembleRequest)
-
-
-def parse_assemble_wire(data: bytes) -> AssembleWire:
-    """The gRPC request deserializer of Assemble."""
-    return cast(AssembleWire, _WIRE.FromString(data))
-
-
-def as_wire(request: assembly_pb2.AssembleRequest) -> AssembleWire:
-    """An already decoded request (an in-process caller's) in the same form."""
-    return parse_assemble_wire(request.SerializeToString())
+ASSEMBLE_WIRE: WireCodec[AssembleWire] = WireCodec(assembly_pb2.AssembleRequest)

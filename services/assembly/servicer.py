@@ -17,7 +17,7 @@ from services.assembly.assemble import (
 from services.assembly.envelopes import ENVELOPES, EnvelopeCache
 from services.assembly.ports import AssemblyBackend
 from services.assembly.profile import ProfileCache
-from services.assembly.request_wire import AssembleWire, as_wire
+from services.assembly.request_wire import ASSEMBLE_WIRE, AssembleWire
 from services.assembly.summaries import SummarySource
 from services.assembly.token_counts import TokenCountCache
 from shared.config import Settings
@@ -62,7 +62,7 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
     ) -> assembly_pb2.AssembleResponse:
         """An in-process caller's request; the server hands `assemble_wire` the request as it
         arrives (`services.assembly.request_wire`)."""
-        return await self.assemble_wire(as_wire(request), context)
+        return await self.assemble_wire(ASSEMBLE_WIRE.of(request), context)
 
     async def assemble_wire(self, request: AssembleWire, context: Context) -> assembly_pb2.AssembleResponse:
         identity = request_identity(request.identity, self._settings, session_required=True)

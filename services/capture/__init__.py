@@ -10,7 +10,7 @@ from contextengine.v1 import capture_pb2
 from grpc import aio
 
 from services.capture.compaction_client import CompactionNudger
-from services.capture.request_wire import parse_after_turn_wire
+from services.capture.request_wire import AFTER_TURN_WIRE
 from services.capture.servicer import CaptureServicer
 from services.capture.transcript import TranscriptWriter
 from services.capture.triggers import TriggerThresholds
@@ -54,7 +54,7 @@ def build_capture_service(context: ServiceContext) -> ServiceSpec:
             server,
             capture_pb2.DESCRIPTOR.services_by_name["CaptureService"],
             servicer,
-            {"AfterTurn": (servicer.after_turn_wire, parse_after_turn_wire)},
+            {"AfterTurn": (servicer.after_turn_wire, AFTER_TURN_WIRE.parse)},
         )
 
     async def flush_on_shutdown() -> None:

@@ -167,15 +167,11 @@ class CleanedTranscript:
     """
 
     def __init__(
-        self,
-        messages: Sequence[common_pb2.ConversationMessage],
-        shapes: Sequence[MessageShape] | None = None,
+        self, messages: Sequence[common_pb2.ConversationMessage], shapes: Sequence[MessageShape]
     ) -> None:
-        """`shapes`: the messages' validated shapes, when the caller has them."""
+        """`shapes`: the messages' validated shapes (the auto-recall call ids are read from them)."""
         self._messages = messages
-        self._recall_ids = (
-            auto_recall_call_ids(messages) if shapes is None else auto_recall_call_ids_of(shapes)
-        )
+        self._recall_ids = auto_recall_call_ids_of(shapes)
         self._start = len(messages)
         self._cleaned: list[CleanedMessage] = []
 

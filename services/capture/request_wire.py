@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, cast
+from typing import Protocol
 
 from contextengine.v1 import capture_pb2, common_pb2
 
-from shared.runtime.request_wire import wire_type
+from shared.runtime.request_wire import WireCodec
 
 
 class AfterTurnWire(Protocol):
@@ -22,14 +22,4 @@ class AfterTurnWire(Protocol):
     model: str
 
 
-_WIRE = wire_type(capture_pb2.AfterTurnRequest)
-
-
-def parse_after_turn_wire(data: bytes) -> AfterTurnWire:
-    """The gRPC request deserializer of AfterTurn."""
-    return cast(AfterTurnWire, _WIRE.FromString(data))
-
-
-def as_wire(request: capture_pb2.AfterTurnRequest) -> AfterTurnWire:
-    """An already decoded request (an in-process caller's) in the same form."""
-    return parse_after_turn_wire(request.SerializeToString())
+AFTER_TURN_WIRE: WireCodec[AfterTurnWire] = WireCodec(capture_pb2.AfterTurnRequest)

@@ -6,11 +6,10 @@ from contextengine.v1 import capture_pb2, capture_pb2_grpc, checkpoint_pb2
 from grpc import aio
 
 from services.capture import memories
-from services.capture.request_wire import AfterTurnWire, as_wire
+from services.capture.request_wire import AFTER_TURN_WIRE, AfterTurnWire
 from services.capture.turns import FencedTurn, TurnCapture, TurnOutcome
 from shared.config import Settings
 from shared.domain.host_messages import (
-    CAPTURE_CACHE_SHARE,
     HOST_MESSAGE_BYTES,
     STREAM_TRANSCRIPT_BYTES,
     HostMessageCache,
@@ -64,17 +63,16 @@ class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
         self._memory_changes = memory_changes or MemoryChanges()
         self._validated = ValidatedMessages(VALIDATED_MESSAGES)
         """CommitTurn's and Ingest's messages: a retried message is validated once."""
-        self._host_messages = HostMessageCache(
-            int(HOST_MESSAGE_BYTES * CAPTURE_CACHE_SHARE), int(STREAM_TRANSCRIPT_BYTES * CAPTURE_CACHE_SHARE)
-        )
-        """AfterTurn's: a host resends its whole transcript, only new messages are decoded."""
+        self._host_messages = HostMessageCache(HOST_MESSAGE_BYTES // 2, STREAM_TRANSCRIPT_BYTES // 2)
+        """AfterTurn's: a host resends its whole transcript, only new messages are decoded (half
+        of assembly's bounds: capture's container has 512 MiB)."""
 
     async def AfterTurn(  # noqa: N802 - gRPC method name
         self, request: capture_pb2.AfterTurnRequest, context: aio.ServicerContext[object, object]
     ) -> capture_pb2.AfterTurnResponse:
         """An in-process caller's request; the server hands `after_turn_wire` the request as it
         arrives (`services.capture.request_wire`)."""
-        return await self.after_turn_wire(as_wire(request), context)
+        return await self.after_turn_wire(AFTER_TURN_WIRE.of(request), context)
 
     async def after_turn_wire(
         self, request: AfterTurnWire, context: aio.ServicerContext[object, object]

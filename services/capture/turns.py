@@ -194,11 +194,11 @@ class TurnCapture:
         *,
         token_budget: int,
         model: str,
+        shapes: Sequence[MessageShape],
         deadline: float | None = None,
-        shapes: Sequence[MessageShape] | None = None,
     ) -> TurnOutcome:
         """Persist every host message not yet persisted (sequence = transcript position);
-        `shapes`: the messages' validated shapes, when the caller has them."""
+        `shapes`: the messages' validated shapes."""
         self.known.touch(identity)
         cleaned = CleanedTranscript(messages, shapes)
         counter = TokenCounter.for_model(model, self._default_encoding)

@@ -34,8 +34,7 @@ STREAM_TRANSCRIPT_BYTES = 32 * 1024 * 1024
 """Wire bytes of the streams' last transcripts a replica keeps (50 streams of 500 turns), with
 their decoded messages (mostly those of the message cache). Both bounds together keep an
 assembly replica well inside its container's 768 MiB limit (k8s/base/assembly.yaml); capture,
-with 512 MiB, keeps half of each (`CAPTURE_CACHE_SHARE`)."""
-CAPTURE_CACHE_SHARE = 0.5
+with 512 MiB, keeps half of each (`services.capture.servicer`)."""
 
 
 @dataclass(frozen=True, slots=True)

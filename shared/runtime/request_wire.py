@@ -9,6 +9,8 @@ request's own descriptor, so it follows the contract's field numbers; only `mess
 
 from __future__ import annotations
 
+from typing import Generic, TypeVar, cast
+
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.message import Message
 
@@ -34,3 +36,22 @@ def wire_type(request: type[Message]) -> type[Message]:
     pool = descriptor_pool.Default()
     pool.AddSerializedFile(wire_file.SerializeToString())
     return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"{WIRE_PACKAGE}.{message.name}"))
+
+
+W = TypeVar("W")
+"""A Protocol naming the request's fields, its `messages` as `Sequence[bytes]`."""
+
+
+class WireCodec(Generic[W]):
+    """Decodes one request type into its wire form `W`."""
+
+    def __init__(self, request: type[Message]) -> None:
+        self._wire = wire_type(request)
+
+    def parse(self, data: bytes) -> W:
+        """The gRPC request deserializer."""
+        return cast(W, self._wire.FromString(data))
+
+    def of(self, request: Message) -> W:
+        """An already decoded request (an in-process caller's) in the same form."""
+        return self.parse(request.SerializeToString())

@@ -7,7 +7,7 @@ from contextengine.v1 import assembly_pb2, common_pb2
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.assembly.request_wire import as_wire
+from services.assembly.request_wire import ASSEMBLE_WIRE
 from shared.domain.host_messages import HostMessageCache, host_transcript
 from shared.domain.messages import tool_call_ids, validate_messages
 from shared.domain.turns import extend_turns, split_turns
@@ -34,7 +34,7 @@ def transcripts(draw: st.DrawFn) -> list[common_pb2.ConversationMessage]:
 
 
 def wires_of(messages: list[common_pb2.ConversationMessage]) -> list[bytes]:
-    return list(as_wire(assembly_pb2.AssembleRequest(messages=messages)).messages)
+    return list(ASSEMBLE_WIRE.of(assembly_pb2.AssembleRequest(messages=messages)).messages)
 
 
 @given(transcripts())

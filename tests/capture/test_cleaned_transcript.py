@@ -48,13 +48,13 @@ def transcripts(draw: st.DrawFn) -> list[common_pb2.ConversationMessage]:
     return messages
 
 
-@given(transcripts(), st.lists(st.integers(0, 40), max_size=4), st.integers(0, 40), st.booleans())
+@given(transcripts(), st.lists(st.integers(0, 40), max_size=4), st.integers(0, 40))
 def test_cleaning_from_where_it_is_needed_equals_cleaning_everything(
-    messages: list[common_pb2.ConversationMessage], asked: list[int], tail_from: int, by_shape: bool
+    messages: list[common_pb2.ConversationMessage], asked: list[int], tail_from: int
 ) -> None:
-    """Also when the recall call ids come from the validated shapes (AfterTurn's wire path)."""
+    """The recall call ids come from the validated shapes (AfterTurn's wire path)."""
     whole = clean_transcript(messages)
-    lazy = CleanedTranscript(messages, validate_messages(messages) if by_shape else None)
+    lazy = CleanedTranscript(messages, validate_messages(messages))
     for index in [i for i in asked if i < len(messages)]:
         assert lazy[index] == whole[index]
     assert lazy.tail(tail_from) == whole[tail_from:]

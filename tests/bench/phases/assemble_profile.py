@@ -22,7 +22,7 @@ from typing import Any
 from contextengine.v1 import assembly_pb2
 
 from services.assembly import assembly_servicer
-from services.assembly.request_wire import parse_assemble_wire
+from services.assembly.request_wire import ASSEMBLE_WIRE
 from shared.config import Settings
 from shared.runtime.context import build_openviking_client
 from tests.bench.common import percentile, rounded
@@ -68,7 +68,7 @@ async def profile_assemble(
         servicer = assembly_servicer(settings, client)
 
         async def one(wire: bytes) -> bytes:
-            reply = await servicer.assemble_wire(parse_assemble_wire(wire), _NoDeadline())  # type: ignore[arg-type]
+            reply = await servicer.assemble_wire(ASSEMBLE_WIRE.parse(wire), _NoDeadline())  # type: ignore[arg-type]
             return reply.SerializeToString()
 
         for wire in wires[:2]:
