@@ -1,63 +1,30 @@
-"""Claims their owner never released: read back what landed, then release or roll back.
+"""Claims their owner never released: read back what landed, then release, complete or roll back.
 
 A claim records the positions (and how many messages) its owner appends. When the owner dies, or
 its append's outcome is unknown, the stream's next caller settles the claim from what OpenViking
 holds (the live session and its archives, by turn id): all of it landed -> released for the owner;
-part of it -> the rest rolled back to be claimed again (see `services.capture.transcript`).
+part of it -> a claim with an outbox (`services.capture.outbox`) is completed (the rest appended
+from the outbox, then released), any other has the rest rolled back to be claimed again (see
+`services.capture.transcript`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from datetime import datetime
 
-from contextengine.v1 import common_pb2
-
-from services.capture.claims import ABANDONED_AT
+from services.capture.claim_counts import add_counts, landed_release, message_counts
+from services.capture.claims import APPEND_TIMEOUT_SECONDS, ClaimHolder, abandoned
 from services.capture.landed_claims import all_landed, landed_messages
-from services.capture.releases import Release
-from shared.domain.envelope import texts_of
+from services.capture.outbox import unsent
 from shared.domain.identity import RequestIdentity
 from shared.domain.stream_state import PendingWrite, StreamState, StreamStateStore
 from shared.openviking.client import OpenVikingClient
 from shared.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
-
-Role = common_pb2.MessageRole
-
-
-def message_counts(
-    messages: Sequence[common_pb2.ConversationMessage], counter: TokenCounter
-) -> tuple[int, int]:
-    """(user turns, tokens) of the messages."""
-    turns = sum(1 for m in messages if m.role == Role.MESSAGE_ROLE_USER)
-    tokens = sum(counter.count_message(texts_of(m)) for m in messages)
-    return turns, tokens
-
-
-def add_counts(state: StreamState, turns: int, tokens: int) -> None:
-    state.turns_since_compaction += turns
-    state.tokens_since_compaction += tokens
-    state.active_tokens += tokens
-
-
-def landed_release(held: PendingWrite, new_last: int, turns: int, tokens: int) -> Release:
-    """The release of `held`, whose messages landed through `new_last` (`turns`, `tokens` of them)."""
-
-    def release(current: StreamState) -> bool:
-        if current.pending_write != held:
-            return False  # released already, or repaired by another replica that counted it
-        current.pending_write = None
-        current.last_sequence = new_last
-        current.unsettled = [u for u in current.unsettled if u.end_sequence > new_last]
-        current.record_turn_progress(held, new_last, whole=True)
-        add_counts(current, turns, tokens)
-        return True
-
-    return release
 
 
 class ClaimRepair:
@@ -86,20 +53,24 @@ class ClaimRepair:
                         claim.end_sequence, identity.buffer_key)  # fmt: skip
         return True
 
-    async def abandon(self, identity: RequestIdentity, claim: PendingWrite) -> None:
-        """Best effort: mark our claim for immediate repair (what landed is unknown)."""
-        abandoned = claim.model_copy(update={"claimed_at": ABANDONED_AT})
+    async def abandon(self, identity: RequestIdentity, claim: PendingWrite) -> PendingWrite | None:
+        """Best effort: mark our claim for repair (what landed is unknown, `claims.abandoned`);
+        the claim as marked, or None when it was not (no longer ours, or not written)."""
+        given_up = abandoned(claim, self._clock())
 
         def mark(current: StreamState) -> StreamState | None:
             if current.pending_write != claim:
                 return None
-            current.pending_write = abandoned
+            current.pending_write = given_up
             return current
 
         try:
-            await asyncio.shield(self._states.update(identity, mark))
+            _, marked = await asyncio.shield(self._states.update(identity, mark))
         except Exception:  # the stale-claim repair covers it later
-            log.warning("could not mark claim %s of %s for repair", claim, identity.buffer_key, exc_info=True)
+            log.warning("could not mark claim %s of %s for repair", claim.start_sequence, identity.buffer_key,
+                        exc_info=True)  # fmt: skip
+            return None
+        return given_up if marked else None
 
     async def repair(
         self,
@@ -118,8 +89,11 @@ class ClaimRepair:
             current.pending_write = takeover
             return current
 
-        _, won = await self._states.update(identity, take, deadline=deadline)
+        taken, won = await self._states.update(identity, take, deadline=deadline)
         if not won:
+            return
+        if stale.outbox is not None:
+            await self._complete(identity, stale, takeover, taken.active_session, deadline)
             return
         landed = await landed_messages(self._ov, identity.tenant, stale, deadline=deadline)
         turns, tokens = message_counts(list(landed.values()), counter)
@@ -148,3 +122,50 @@ class ClaimRepair:
             return current
 
         await self._states.update(identity, finish, deadline=deadline)
+
+    async def _complete(
+        self,
+        identity: RequestIdentity,
+        stale: PendingWrite,
+        takeover: PendingWrite,
+        active_session: str,
+        deadline: float | None,
+    ) -> None:
+        """Append what of the taken-over claim's outbox has not landed, then release it whole.
+
+        The owner appended to the claim's session; what is missing goes to the active session
+        (the same one, unless a compaction was handed off past the stale claim meanwhile: then
+        the rest joins the turns after it, and is compacted with them).
+        """
+        landed: set[int] = set()
+        for session_id in dict.fromkeys((stale.session_id, active_session)):
+            found = await landed_messages(self._ov, identity.tenant, stale, session_id, deadline=deadline)
+            landed |= set(found)
+        missing = unsent(stale, landed)
+        held = takeover
+        if missing:
+            async with ClaimHolder(self._states, identity, takeover, self._clock) as holder:
+                try:
+                    await self._ov.add_messages(
+                        identity.tenant, active_session, missing, call_timeout=APPEND_TIMEOUT_SECONDS
+                    )
+                except BaseException:
+                    await holder.__aexit__()
+                    await self.abandon(identity, holder.claim)
+                    raise
+            held = holder.claim
+        outbox = stale.outbox
+        assert outbox is not None
+        release = landed_release(held, stale.end_sequence, outbox.turns, outbox.tokens)
+        _, written = await self._states.update(
+            identity, lambda current: current if release(current) else None, deadline=deadline
+        )
+        log.warning(
+            "completed claim %d..%d of %s from its outbox: %d of %d appended%s",
+            stale.start_sequence,
+            stale.end_sequence,
+            identity.buffer_key,
+            len(missing),
+            len(outbox.messages),
+            "" if written else " (released by another replica meanwhile)",
+        )

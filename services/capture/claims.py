@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 from contextengine.v1 import common_pb2
 
 from shared.domain.identity import RequestIdentity
-from shared.domain.stream_state import PendingWrite, StreamState, StreamStateStore
+from shared.domain.stream_state import Outbox, PendingWrite, StreamState, StreamStateStore
 
 log = logging.getLogger(__name__)
 
@@ -21,8 +21,24 @@ STALE_CLAIM_SECONDS = 30.0
 """A claim not refreshed for this long belongs to a replica that died; it is repaired."""
 CLAIM_HEARTBEAT_SECONDS = 5.0
 """How often the owner of a claim refreshes it while its append runs."""
+APPEND_TIMEOUT_SECONDS = 120.0
+"""How long an append waits for OpenViking's answer (an unanswered append has an unknown outcome)."""
 ABANDONED_AT = datetime(1970, 1, 1, tzinfo=UTC)
 """`claimed_at` of a claim its owner gave up on (repair it right away)."""
+LATE_LANDING_GRACE_SECONDS = 5.0
+"""A claim with an outbox whose owner gave up on its append is completed no sooner than this
+after: an append whose answer was lost lands meanwhile, and the completion's read finds it
+instead of appending it again (a claim without one is rolled back at once: its rest is only
+appended again after the next write looks it up, `StreamState.unsettled`)."""
+
+
+def abandoned(claim: PendingWrite, now: datetime) -> PendingWrite:
+    """`claim` as its owner leaves it when giving up on its append: due for repair at once, or
+    after `LATE_LANDING_GRACE_SECONDS` when the repair completes its outbox."""
+    if claim.outbox is None:
+        return claim.model_copy(update={"claimed_at": ABANDONED_AT})
+    due = now - timedelta(seconds=STALE_CLAIM_SECONDS - LATE_LANDING_GRACE_SECONDS)
+    return claim.model_copy(update={"claimed_at": due})
 
 
 @dataclass(frozen=True)
@@ -47,6 +63,13 @@ class ClaimPlan:
 
 Planner = Callable[[StreamState], ClaimPlan | None]
 """Given the current state, the range to claim (None: nothing left to claim)."""
+Packer = Callable[[StreamState, ClaimPlan], Outbox | None]
+"""Inside the claim's compare-and-swap: the plan's outbox, or None (a claim without one)."""
+
+
+def unsettled_under(state: StreamState, plan: ClaimPlan) -> list[PendingWrite]:
+    """The ranges an earlier repair left unsettled that overlap the plan's positions."""
+    return [u for u in state.unsettled if u.start_sequence <= plan.end and plan.start <= u.end_sequence]
 
 
 def is_stale(claim: PendingWrite, now: datetime) -> bool:
@@ -60,12 +83,14 @@ def claimer(
     fold: Callable[[StreamState], bool],
     *,
     count_known: bool = True,
+    pack: Packer | None = None,
 ) -> Callable[[StreamState], StreamState | None]:
     """The CAS mutation that claims the next range (recording it in `made`) unless one is held.
 
     `fold` first applies a release this replica owes on the stream (its landed claim is then no
     longer held): releasing it and claiming the next range take one write. With `count_known`
-    the claim records how many messages it appends (`PendingWrite.expected`).
+    the claim records how many messages it appends (`PendingWrite.expected`); `pack` gives it
+    its outbox (`services.capture.outbox`).
     """
 
     def claim(current: StreamState) -> StreamState | None:
@@ -83,6 +108,7 @@ def claimer(
             claimed_at=now,
             turn_key=plan.turn_key,
             expected=sum(1 for c in plan.candidates if c.message is not None) if count_known else -1,
+            outbox=pack(current, plan) if pack is not None else None,
         )
         current.pending_write = pending
         current.last_sequence = plan.end

@@ -30,12 +30,17 @@ def worth_reading_back(claim: PendingWrite, now: datetime) -> bool:
 
 
 async def landed_messages(
-    openviking: OpenVikingClient, tenant: Tenant, claim: PendingWrite, *, deadline: float | None = None
+    openviking: OpenVikingClient,
+    tenant: Tenant,
+    claim: PendingWrite,
+    session_id: str = "",
+    *,
+    deadline: float | None = None,
 ) -> dict[int, common_pb2.ConversationMessage]:
-    """The claim's messages stored in its session (live or archived), by position."""
+    """The claim's messages stored in its session (or `session_id`), live or archived, by position."""
     return {
         turn.sequence: turn.message
-        for turn in await session_turns(openviking, tenant, claim.session_id, deadline=deadline)
+        for turn in await session_turns(openviking, tenant, session_id or claim.session_id, deadline=deadline)
         if claim.start_sequence <= turn.sequence <= claim.end_sequence
     }
 

@@ -35,7 +35,7 @@ Release = Callable[[StreamState], bool]
 StreamKey = tuple[str, str, str]
 
 
-def _key(identity: RequestIdentity) -> StreamKey:
+def stream_key(identity: RequestIdentity) -> StreamKey:
     return (identity.tenant.account_id, identity.tenant.user_id, identity.stream_id)
 
 
@@ -65,7 +65,7 @@ class OwedReleases:
     def owe(self, identity: RequestIdentity, claim: PendingWrite, release: Release) -> None:
         """Record that `claim` landed; its release is written soon unless a claim folds it first."""
         owed = _Owed(claim, release)
-        self._owed[_key(identity)] = owed
+        self._owed[stream_key(identity)] = owed
         owed.written = asyncio.create_task(
             self._write_later(identity, owed), name=f"release-{identity.buffer_key}-{claim.start_sequence}"
         )
@@ -76,7 +76,7 @@ class OwedReleases:
     async def claiming(self, identity: RequestIdentity) -> AsyncIterator[None]:
         """Around a claim's compare-and-swap: the release owed on the stream is folded into it, not
         written alone meanwhile (the two would only make each other's compare-and-swap fail)."""
-        owed = self._owed.get(_key(identity))
+        owed = self._owed.get(stream_key(identity))
         if owed is None:
             yield
             return
@@ -85,13 +85,13 @@ class OwedReleases:
 
     def fold(self, identity: RequestIdentity, current: StreamState) -> bool:
         """Inside a compare-and-swap: apply the release owed on `current` if its claim is stored."""
-        owed = self._owed.get(_key(identity))
+        owed = self._owed.get(stream_key(identity))
         return owed is not None and owed.release(current)
 
     def observe(self, identity: RequestIdentity, state: StreamState) -> None:
         """`state` was just read or written: a claim no longer stored needs no release from us
         (it was released, folded into a claim, or taken over by a repair that counts it)."""
-        key = _key(identity)
+        key = stream_key(identity)
         owed = self._owed.get(key)
         if owed is not None and state.pending_write != owed.claim:
             del self._owed[key]
@@ -99,7 +99,7 @@ class OwedReleases:
 
     async def settle(self, identity: RequestIdentity) -> None:
         """Write the release owed on this stream now (before a flush reads the counters)."""
-        owed = self._owed.get(_key(identity))
+        owed = self._owed.get(stream_key(identity))
         if owed is not None and owed.written is not None:
             owed.now.set()
             await asyncio.shield(owed.written)
@@ -118,12 +118,12 @@ class OwedReleases:
             return current if owed.release(current) else None
 
         async with owed.turn:
-            if self._owed.get(_key(identity)) is not owed:
+            if self._owed.get(stream_key(identity)) is not owed:
                 return  # folded into a claim meanwhile
             try:
                 await self._states.update(identity, release)
             except Exception:  # the next claim folds it in, or the stale-claim repair counts it
                 log.warning("could not release claim of %s yet", identity.buffer_key, exc_info=True)
                 return
-            if self._owed.get(_key(identity)) is owed:
-                del self._owed[_key(identity)]
+            if self._owed.get(stream_key(identity)) is owed:
+                del self._owed[stream_key(identity)]

@@ -9,30 +9,37 @@ Any replica may serve any call, so the stream state document is the only coordin
    whose compare-and-swap keeps losing to other writers waits the same way, within the call's
    time, rather than failing after one state update's attempts;
 2. append the claimed messages (`add_messages`) to the claim's session;
-3. release: clear the claim and add the counters the triggers need. The caller is answered
-   from the claimed state as soon as the append landed; the release is written after it
-   (`services.capture.releases`), folded into this replica's next claim of the stream or alone
-   a moment later. Only a release that hands a compaction off (a trigger fired) is written
-   before the caller is answered, in the same compare-and-swap as the hand-off.
+3. release: clear the claim and add the counters the triggers need. The release is written
+   after the caller's answer (`services.capture.releases`), folded into this replica's next
+   claim of the stream or alone a moment later. Only a release that hands a compaction off (a
+   trigger fired) is written before the caller is answered, in the same compare-and-swap as the
+   hand-off.
 
-So a turn waits for two OpenViking round trips: the claim and the append (the turn index is
-written in the background too). Steps 2-3 run in a task this replica owns, not in the caller's
-call: the caller's deadline or cancellation never cuts an append short. The owner refreshes the claim every
-`CLAIM_HEARTBEAT_SECONDS` while it waits for OpenViking's answer (up to
-`APPEND_TIMEOUT_SECONDS`), so a slow append is never mistaken for a dead one and never written
-again while it may still land.
+A claim that one append can store also carries its messages' OpenViking bodies, its outbox
+(`services.capture.outbox`): the turn is durable once the claim is, so its caller is answered
+right after the claim and a steady turn waits for one OpenViking round trip (issue 16). Such a
+claim is completed, never rolled back. Other claims (Ingest, very long turns, positions an
+earlier repair left unsettled) are answered after the append: two round trips. Steps 2-3 run in
+a task this replica owns, not in the caller's call: the caller's deadline or cancellation never
+cuts an append short. The owner refreshes the claim every `CLAIM_HEARTBEAT_SECONDS` while it
+waits for OpenViking's answer (up to `APPEND_TIMEOUT_SECONDS`), so a slow append is never
+mistaken for a dead one and never written again while it may still land.
 
 A claim left behind (crashed replica, or an append whose outcome is unknown) is repaired once
 it is older than `STALE_CLAIM_SECONDS`, or at once when its owner marked it abandoned: the
-repairer takes the claim over, reads the session - its archives too, since a compaction may
-have committed it meanwhile - keeps what landed (counting it) and rolls `last_sequence` back to
-the last landed message so that the rest is claimed again from the host's next delivery (the
-host always sends the whole transcript). The rolled-back range stays `unsettled`: the next
-write of those positions first looks up their turn ids in that session, so an append that
-lands after the repair read is recognised instead of appended a second time. A claim that says
-how many messages it appends and is not released `SETTLE_AFTER_SECONDS` after it was taken is
-read back sooner (`services.capture.landed_claims`): when all of it landed, its owner died
-owing the release, and the caller writes that release for it instead of waiting.
+repairer takes the claim over and reads the session - its archives too, since a compaction may
+have committed it meanwhile. A claim with an outbox is completed (`LATE_LANDING_GRACE_SECONDS`
+after its owner gave up, so that an append whose answer was lost has landed): what of the
+outbox did not land is appended, and the claim released with the outbox's counts (the owner of a failed
+append does this itself a moment later, so that a stream nobody calls again is completed too).
+Any other claim keeps what landed (counting it) and rolls `last_sequence` back to the last
+landed message so that the rest is claimed again from the host's next delivery (the host always
+sends the whole transcript). The rolled-back range stays `unsettled`: the next write of those
+positions first looks up their turn ids in that session, so an append that lands after the
+repair read is recognised instead of appended a second time. A claim that says how many
+messages it appends and is not released `SETTLE_AFTER_SECONDS` after it was taken is read back
+sooner (`services.capture.landed_claims`): when all of it landed, its owner died owing the
+release, and the caller writes that release for it instead of waiting.
 """
 
 from __future__ import annotations
@@ -40,22 +47,29 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Any, TypeVar
 
-from services.capture.claim_repair import ClaimRepair, landed_release, message_counts
+from services.capture.claim_counts import landed_release, message_counts
+from services.capture.claim_repair import ClaimRepair
 from services.capture.claims import (
+    APPEND_TIMEOUT_SECONDS,
+    LATE_LANDING_GRACE_SECONDS,
     STALE_CLAIM_SECONDS,
     Candidate,
     ClaimHolder,
     ClaimPlan,
+    Packer,
     Planner,
     claimer,
     is_stale,
+    unsettled_under,
 )
 from services.capture.landed_claims import worth_reading_back
-from services.capture.releases import OwedReleases
+from services.capture.outbox import packer, unsent
+from services.capture.releases import OwedReleases, StreamKey, stream_key
 from services.compaction.transcript import session_turns
 from shared.domain.envelope import HOST_ID_PREFIX, openviking_message
 from shared.domain.identity import RequestIdentity
@@ -70,9 +84,11 @@ __all__ = ["Candidate", "ClaimPlan", "Planner", "ReleaseHook", "TranscriptWriter
 """The writer's API (claim plans come from `services.capture.claims`)."""
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
-APPEND_TIMEOUT_SECONDS = 120.0
-"""How long an append waits for OpenViking's answer (an unanswered append has an unknown outcome)."""
+OUTBOX_RETRY_SECONDS = LATE_LANDING_GRACE_SECONDS + 0.5
+"""How long after its failed append the owner of an answered claim completes it from its outbox
+(unless the stream's next call did it first)."""
 CLAIM_POLL_SECONDS = 0.03
 MAX_CLAIM_WAIT_SECONDS = STALE_CLAIM_SECONDS + 5.0
 READ_ALL_TOKEN_BUDGET = 100_000_000
@@ -99,8 +115,28 @@ class WriteResult:
     claim was released by another replica's repair meanwhile, or nothing was claimed)."""
 
 
-def _overlapping(unsettled: Sequence[PendingWrite], start: int, end: int) -> list[PendingWrite]:
-    return [u for u in unsettled if u.start_sequence <= end and start <= u.end_sequence]
+def _written(
+    held: PendingWrite,
+    plan: ClaimPlan,
+    claimed_state: StreamState,
+    *,
+    kept: list[Candidate],
+    new_last: int,
+    counts: tuple[int, int],
+) -> WriteResult:
+    """The result of a write whose messages `kept` landed through `new_last`: the state as its
+    release leaves it (`counts`: the user turns and tokens the release adds)."""
+    released = claimed_state.model_copy(deep=True)
+    released.pending_write = held
+    landed_release(held, new_last, *counts)(released)
+    return WriteResult(
+        state=released,
+        session_id=held.session_id,
+        persisted=kept,
+        claimed_start=plan.start,
+        claimed_end=plan.end,
+        released=released.model_copy(deep=True),
+    )
 
 
 class TranscriptWriter:
@@ -119,7 +155,8 @@ class TranscriptWriter:
         self._append_timeout = append_timeout
         self._releases = releases or OwedReleases(states)
         self._repair = ClaimRepair(openviking, states, clock)
-        self._jobs: set[asyncio.Task[WriteResult]] = set()
+        self._jobs: set[asyncio.Task[Any]] = set()
+        self._appending: dict[StreamKey, asyncio.Task[Any]] = {}
 
     @property
     def running(self) -> int:
@@ -134,7 +171,11 @@ class TranscriptWriter:
         await self._releases.drain()
 
     async def settle(self, identity: RequestIdentity) -> None:
-        """Write the release this replica owes on the stream now (its counters become visible)."""
+        """Finish this replica's append on the stream and write the release it owes now (its
+        counters become visible)."""
+        running = self._appending.get(stream_key(identity))
+        if running is not None:
+            await asyncio.wait([running])
         await self._releases.settle(identity)
 
     async def write(
@@ -149,15 +190,32 @@ class TranscriptWriter:
     ) -> WriteResult:
         """Claim with `planner`, append, release. Raises `Aborted` if the stream stays busy.
 
-        Once claimed, the append and the release run to the end in a task of this replica
-        whatever happens to the caller (deadline, cancellation).
+        A claim with an outbox is answered as soon as it is stored, unless `on_release` changes
+        its release (a trigger fired: the hand-off is written before the answer); otherwise the
+        caller waits for the append. Once claimed, the append and the release run to the end in
+        a task of this replica whatever happens to the caller (deadline, cancellation).
         """
         claim, plan, state = await self._claim(
-            identity, planner, counter, deadline, count_known=not dedupe_host_ids
+            identity,
+            planner,
+            counter,
+            deadline,
+            count_known=not dedupe_host_ids,
+            pack=None if dedupe_host_ids else packer(identity, counter),
         )
         if claim is None or plan is None:
             return WriteResult(state=state, session_id=state.active_session)
-        job = asyncio.create_task(
+        outbox = claim.outbox
+        if outbox is not None:
+            kept = [c for c in plan.candidates if c.message is not None]
+            answer = _written(
+                claim, plan, state, kept=kept, new_last=plan.end, counts=(outbox.turns, outbox.tokens)
+            )
+            if on_release is None or not on_release(answer.state.model_copy(deep=True)):
+                self._own(identity, self._send_outbox(identity, claim, plan, state, counter), plan)
+                return answer
+        job = self._own(
+            identity,
             self._append_and_release(
                 identity,
                 claim,
@@ -167,18 +225,54 @@ class TranscriptWriter:
                 dedupe_host_ids=dedupe_host_ids,
                 on_release=on_release,
             ),
-            name=f"append-{identity.buffer_key}-{plan.start}",
+            plan,
         )
-        self._jobs.add(job)
-        job.add_done_callback(self._finished)
         return await asyncio.shield(job)
 
-    def _finished(self, job: asyncio.Task[WriteResult]) -> None:
+    def _own(
+        self, identity: RequestIdentity, work: Coroutine[None, None, T], plan: ClaimPlan
+    ) -> asyncio.Task[T]:
+        """Run `work` (an append and its release) in a task of this replica."""
+        job = asyncio.create_task(work, name=f"append-{identity.buffer_key}-{plan.start}")
+        self._jobs.add(job)
+        self._appending[stream_key(identity)] = job
+        job.add_done_callback(self._finished)
+        return job
+
+    def _finished(self, job: asyncio.Task[Any]) -> None:
         """Forget a finished append; its error was the caller's (if it still waited) and is
         covered by the claim repair, so it is retrieved here rather than reported as lost."""
         self._jobs.discard(job)
+        for key, running in list(self._appending.items()):
+            if running is job:
+                del self._appending[key]
         if not job.cancelled():
             job.exception()
+
+    async def _send_outbox(
+        self,
+        identity: RequestIdentity,
+        claim: PendingWrite,
+        plan: ClaimPlan,
+        claimed_state: StreamState,
+        counter: TokenCounter,
+    ) -> None:
+        """Append an answered claim's outbox and owe its release; if the append fails, complete
+        the claim a moment later (as its repair would: what landed is read back first), or
+        leave it to the stream's next call."""
+        try:
+            await self._append_and_release(
+                identity, claim, plan, claimed_state, counter=counter, dedupe_host_ids=False, on_release=None
+            )
+            return
+        except Exception:
+            log.warning("append of the answered claim %d..%d of %s failed; completing it from its outbox",
+                        plan.start, plan.end, identity.buffer_key, exc_info=True)  # fmt: skip
+        await asyncio.sleep(OUTBOX_RETRY_SECONDS)
+        state = await self._states.load(identity)
+        left = state.pending_write if state is not None else None
+        if left is not None and left.start_sequence == claim.start_sequence and is_stale(left, self._clock()):
+            await self._repair.repair(identity, left, counter)
 
     async def _append_and_release(
         self,
@@ -209,7 +303,9 @@ class TranscriptWriter:
                     await self._ov.add_messages(
                         identity.tenant,
                         claim.session_id,
-                        [
+                        unsent(claim, landed)
+                        if claim.outbox is not None
+                        else [
                             openviking_message(
                                 identity.stream_id, c.sequence, c.message, c.used_context_uris, c.provenance
                             )
@@ -228,22 +324,16 @@ class TranscriptWriter:
                 len(landed),
                 identity.buffer_key,
             )
-        messages = [c.message for c in kept if c.message is not None]
         held = holder.claim
-        release = landed_release(held, new_last, *message_counts(messages, counter))
-        predicted = claimed_state.model_copy(deep=True)
-        predicted.pending_write = held
-        release(predicted)
-        result = WriteResult(
-            state=predicted,
-            session_id=claim.session_id,
-            persisted=kept,
-            claimed_start=plan.start,
-            claimed_end=plan.end,
-            host_id_duplicates=duplicates,
-            released=predicted.model_copy(deep=True),
+        counts = (
+            (claim.outbox.turns, claim.outbox.tokens)
+            if claim.outbox is not None
+            else message_counts([c.message for c in kept if c.message is not None], counter)
         )
-        if on_release is None or not on_release(predicted.model_copy(deep=True)):
+        result = _written(held, plan, claimed_state, kept=kept, new_last=new_last, counts=counts)
+        result.host_id_duplicates = duplicates
+        release = landed_release(held, new_last, *counts)
+        if on_release is None or not on_release(result.state.model_copy(deep=True)):
             self._releases.owe(identity, held, release)
             return result
         released: list[StreamState] = []
@@ -266,7 +356,7 @@ class TranscriptWriter:
 
     async def _landed_late(self, tenant: Tenant, state: StreamState, plan: ClaimPlan) -> set[int]:
         """Positions of the plan that an earlier, repaired append stored after all."""
-        overlapping = _overlapping(state.unsettled, plan.start, plan.end)
+        overlapping = unsettled_under(state, plan)
         found: set[int] = set()
         for session_id in dict.fromkeys(u.session_id for u in overlapping):
             for turn in await session_turns(self._ov, tenant, session_id):
@@ -282,6 +372,7 @@ class TranscriptWriter:
         deadline: float | None,
         *,
         count_known: bool,
+        pack: Packer | None,
     ) -> tuple[PendingWrite | None, ClaimPlan | None, StreamState]:
         give_up = time.monotonic() + MAX_CLAIM_WAIT_SECONDS
         if deadline is not None:
@@ -296,6 +387,7 @@ class TranscriptWriter:
                 made,
                 lambda current: self._releases.fold(identity, current),
                 count_known=count_known,
+                pack=pack,
             )
             async with self._releases.claiming(identity):
                 try:
@@ -317,6 +409,8 @@ class TranscriptWriter:
                 await self._repair.repair(identity, state.pending_write, counter, deadline=deadline)
                 continue
             held = state.pending_write
+            if held.outbox is not None and planner(state) is None:
+                return None, None, state  # all of it is in a claim with an outbox: it is completed
             if held != read_back and worth_reading_back(held, now):
                 read_back = held  # once per claim version: a live owner refreshes it
                 if await self._repair.settle_landed(identity, held, counter, deadline):

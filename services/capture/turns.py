@@ -23,7 +23,7 @@ from shared.domain.envelope import turn_provenance
 from shared.domain.handoff import compaction_inflight_for_active, hand_off
 from shared.domain.identity import RequestIdentity
 from shared.domain.messages import MessageShape
-from shared.domain.stream_state import StreamState, StreamStateStore, turn_key_digest, utc_now
+from shared.domain.stream_state import CommittedTurn, StreamState, StreamStateStore, turn_key_digest, utc_now
 from shared.domain.turn_index import IndexedMessage
 from shared.domain.turn_index_writer import TurnIndexWriter
 from shared.errors import Aborted
@@ -266,6 +266,11 @@ class TurnCapture:
         def plan(state: StreamState) -> ClaimPlan | None:
             earlier.clear()
             committed = state.committed_turn(key)
+            claimed = state.pending_write
+            if committed is None and claimed and claimed.turn_key == key and claimed.outbox is not None:
+                committed = CommittedTurn(  # claimed with its outbox: stored, whoever completes it
+                    key=key, first_sequence=claimed.start_sequence, last_sequence=claimed.end_sequence
+                )
             if committed is not None:
                 earlier.append((committed.first_sequence, committed.last_sequence))
                 return None

@@ -28,6 +28,7 @@ from pydantic import BaseModel, Field
 from shared.domain.documents import ENGINE_ROOT, DocumentStore, StoredDocument
 from shared.domain.identity import RequestIdentity
 from shared.errors import Aborted
+from shared.openviking.models.parts import NewMessage
 
 MAX_CAS_ATTEMPTS = 12
 CREATION_WAIT_SECONDS = 10.0
@@ -42,6 +43,23 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+class OutboxMessage(BaseModel):
+    """One message of a claim's outbox: its host position and its OpenViking body."""
+
+    sequence: int
+    body: NewMessage
+
+
+class Outbox(BaseModel):
+    """A claim's messages, stored with the claim: whoever finishes the claim (its owner, or the
+    repair of a claim its owner left) appends those not yet in the session, then releases the
+    claim adding `turns` and `tokens` (what the owner's release would have added)."""
+
+    messages: list[OutboxMessage]
+    turns: int
+    tokens: int
+
+
 class PendingWrite(BaseModel):
     """A claimed range of host positions whose messages are being appended."""
 
@@ -54,6 +72,9 @@ class PendingWrite(BaseModel):
     expected: int = -1
     """How many messages the claim appends (-1: not known up front): once all of them are in the
     session, the claim is done even if its owner never released it."""
+    outbox: Outbox | None = None
+    """The claim's messages when they were stored with it (`services.capture.outbox`): its caller
+    was answered once the claim was stored, and the claim is completed, never rolled back."""
 
 
 class CommittedTurn(BaseModel):

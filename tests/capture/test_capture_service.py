@@ -12,10 +12,11 @@ from grpc import aio
 
 from services.capture.transcript import READ_ALL_TOKEN_BUDGET
 from shared.config import load_settings
+from shared.domain.documents import DocumentStore
 from shared.domain.envelope import persisted_turn, turn_envelope
 from shared.domain.identity import parse_identity
 from shared.domain.memory_scope import agent_key
-from shared.domain.stream_state import session_id_for
+from shared.domain.stream_state import StreamStateStore, session_id_for
 from shared.errors import BackendNotFound
 from shared.openviking.client import OpenVikingClient
 from shared.runtime.context import build_openviking_client
@@ -29,6 +30,7 @@ from tests.capture.conftest import (
     stream_state,
 )
 from tests.capture.messages import assistant, conversation, injected_recall, user
+from tests.support.settled import settled_stream_state
 from tests.support.stack import OpenVikingEndpoint
 
 pytestmark = pytest.mark.stack
@@ -55,6 +57,9 @@ async def stored_turns(
     ov: OpenVikingClient, identity: common_pb2.Identity, generation: int = 0
 ) -> list[tuple[int, common_pb2.ConversationMessage]]:
     parsed = parse_identity(identity, default_agent_id="default", session_required=True)
+    states = StreamStateStore(DocumentStore(ov))
+    if await states.load(parsed) is not None:
+        await settled_stream_state(states, parsed)  # the last turn's append (after its answer) is done
     try:
         context = await ov.get_session_context(
             parsed.tenant, session_id_for(parsed.stream_id, generation), token_budget=READ_ALL_TOKEN_BUDGET
@@ -121,6 +126,7 @@ async def test_injected_recall_is_recorded_as_the_answers_used_context(capture_s
     await host.stub.AfterTurn(after_turn(identity, transcript, 0))
 
     parsed = parse_identity(identity, default_agent_id="default", session_required=True)
+    await stream_state(host.openviking, identity)  # settled: the append after the answer is done
     context = await host.openviking.get_session_context(
         parsed.tenant, session_id_for(parsed.stream_id, 0), token_budget=READ_ALL_TOKEN_BUDGET
     )

@@ -35,6 +35,7 @@ from shared.runtime.context import build_openviking_client
 from tests.capture.conftest import CaptureStack, new_identity, parsed, stream_state
 from tests.capture.messages import assistant, injected_recall, tool_call, tool_result, user
 from tests.capture.test_partial_failures import FlakyAppend
+from tests.support.settled import settled_stream_state
 from tests.support.stack import OpenVikingEndpoint
 
 pytestmark = pytest.mark.stack
@@ -87,6 +88,7 @@ Stored = list[tuple[int, dict[str, object] | None]]
 async def stored(ov: OpenVikingClient, identity: common_pb2.Identity) -> Stored:
     """(sequence, provenance) of every message in the stream's first session."""
     who = parsed(identity)
+    await stream_state(ov, identity)  # settled: the turn's append follows its answer
     context = await ov.get_session_context(
         who.tenant, session_id_for(who.stream_id, 0), token_budget=READ_ALL_TOKEN_BUDGET
     )
@@ -181,8 +183,9 @@ async def test_bad_input_names_the_field(capture_stack: CaptureStack, field: str
 async def test_a_retry_after_a_failed_append_stores_the_turn_exactly_once(
     openviking: OpenVikingEndpoint, after: bool
 ) -> None:
-    """The first replica's append fails (before landing, or landed with the answer lost); the
-    host's retry on another replica stores the turn, or finds it whole and answers DUPLICATE."""
+    """The first replica's append fails after the turn was answered COMMITTED (its claim holds
+    the turn's outbox); the host's retry on another replica (its answer was lost, say) completes
+    the claim and answers DUPLICATE with the turn's positions: the turn is stored whole, once."""
     settings = load_settings(environ={}, overrides={"baseUrl": openviking.base_url})
     async with build_openviking_client(settings) as ov:
         states = StreamStateStore(DocumentStore(ov))
@@ -193,17 +196,16 @@ async def test_a_retry_after_a_failed_append_stores_the_turn_exactly_once(
         identity = new_identity()
         who = parsed(identity)
         turn = FencedTurn(turn_messages(5), "lt-5", anchor(5, "user"), anchor(5, "assistant"))
-        with pytest.raises(BackendUnavailable):
-            await replica(FlakyAppend(ov, after=after)).commit_turn(who, turn, token_budget=0, model="")
+        first = await replica(FlakyAppend(ov, after=after)).commit_turn(who, turn, token_budget=0, model="")
+        assert not first.duplicate_turn and first.persisted_count == 4
+        assert (first.first_sequence, first.last_sequence) == (0, 3)
         retry = await replica(ov).commit_turn(who, turn, token_budget=0, model="")
-        assert retry.duplicate_turn is after
-        assert retry.persisted_count == (0 if after else 4)
+        assert retry.duplicate_turn and retry.persisted_count == 0
         assert (retry.first_sequence, retry.last_sequence) == (0, 3)
-        again = await replica(ov).commit_turn(who, turn, token_budget=0, model="")
-        assert again.duplicate_turn and again.persisted_count == 0
         assert [s for s, _ in await stored(ov, identity)] == [0, 1, 2, 3]
-        state = await states.load(who)
-        assert state is not None and state.pending_write is None and state.turns_since_compaction == 1
+        state = await settled_stream_state(states, who)
+        assert state.turns_since_compaction == 1
+        assert [(t.first_sequence, t.last_sequence) for t in state.committed_turns] == [(0, 3)]
 
 
 async def test_a_bootstrap_import_stores_the_history_once_and_never_after_turns(

@@ -3,14 +3,17 @@
 Real OpenViking, real gRPC; the slow network is a real TCP proxy (`tests.support.delay_proxy`)
 that lands an append after the caller gave up. Each test is one interleaving, written down:
 
-1. append held past the caller's deadline -> caller cancelled -> append lands -> retry:
-   the owner finishes the append and releases; the retry writes nothing;
+1. append held past the caller's deadline: a turn with an outbox is answered once claimed and
+   its append lands later; a longer turn's caller is cancelled -> append lands -> retry: either
+   way the owner finishes the append and releases; the retry writes nothing;
 2. append lands -> owner dies -> Compact archives the session -> next delivery repairs:
    the repair finds the turns in the archive, nothing is appended again;
 3. append never sent -> owner dies -> Compact archives the session -> next delivery repairs:
    rolled back and appended once, to the new session;
-4. append unanswered (the owner's own timeout) -> repair rolls back -> the append lands -> next
-   delivery: the late turns are recognised by turn id, not appended again;
+4. append unanswered (the owner's own timeout) -> the append lands late: a claim without an
+   outbox is rolled back first and the next delivery recognises the late turns by turn id; a
+   claim with one is completed after `LATE_LANDING_GRACE_SECONDS`, by its owner or the next
+   delivery, and its read finds them: not appended again;
 5. two replicas deliver the same and overlapping transcripts concurrently: every position once.
 
 Every test asserts from OpenViking's storage (archives and live messages of every session of
@@ -30,6 +33,7 @@ from grpc import aio
 from services.capture.claim_repair import ClaimRepair
 from services.capture.claims import STALE_CLAIM_SECONDS
 from services.capture.landed_claims import SETTLE_AFTER_SECONDS
+from services.capture.outbox import OUTBOX_MAX_MESSAGES
 from services.capture.transcript import Candidate, ClaimPlan, TranscriptWriter
 from shared.config import load_settings
 from shared.domain.documents import DocumentStore
@@ -51,6 +55,8 @@ from tests.support.stored import stored_turn_ids
 pytestmark = pytest.mark.stack
 
 APPEND_PATH = "/messages/batch"
+LONG_TURN = OUTBOX_MAX_MESSAGES // 2 + 1
+"""Exchanges of a turn longer than one append (no outbox)."""
 COUNTER = TokenCounter("cl100k_base")
 
 
@@ -112,25 +118,33 @@ async def leave_dead_claim(
         )
 
 
+@pytest.mark.parametrize("turns", [3, LONG_TURN], ids=["with-outbox", "over-one-append"])
 async def test_1_append_outliving_the_callers_deadline_is_finished_not_repeated(
-    capture_stack: CaptureStack, openviking: OpenVikingEndpoint
+    capture_stack: CaptureStack, openviking: OpenVikingEndpoint, turns: int
 ) -> None:
     """Finding 3: an append reaching OpenViking after the call gave up was appended again."""
     async with proxy_for(openviking) as proxy:
         host = await capture_stack.start(base_url=proxy.base_url, timeoutMs=2000)
         identity = new_identity()
-        transcript = conversation(3)
+        transcript = conversation(turns)
         await host.stub.AfterTurn(after_turn(identity, transcript[:2], 0), timeout=30)
+        await stream_state(host.openviking, identity)
         held = proxy.hold(APPEND_PATH, delay=4.0)
-        with pytest.raises(aio.AioRpcError) as error:
-            await host.stub.AfterTurn(after_turn(identity, transcript, 2), timeout=1.0)
-        assert error.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        if turns == LONG_TURN:
+            with pytest.raises(aio.AioRpcError) as error:
+                await host.stub.AfterTurn(after_turn(identity, transcript, 2), timeout=1.0)
+            assert error.value.code() == grpc.StatusCode.DEADLINE_EXCEEDED
+        else:  # answered once claimed: the append is not the caller's to wait for
+            first = await host.stub.AfterTurn(after_turn(identity, transcript, 2), timeout=1.0)
+            assert first.persisted_count == len(transcript) - 2
         retry = await host.stub.AfterTurn(after_turn(identity, transcript, 2), timeout=30)
         await asyncio.wait_for(held.delivered.wait(), 10)
         await assert_once_in_order(host.openviking, identity, len(transcript))
         assert retry.persisted_count == 0 and retry.duplicate_count == len(transcript) - 2
         state = await stream_state(host.openviking, identity)
-        assert state.pending_write is None and state.turns_since_compaction == 3
+        assert state.pending_write is None and state.last_sequence == len(transcript) - 1
+        if turns < LONG_TURN:  # (the long turn fires the turn-count trigger: counters reset)
+            assert state.turns_since_compaction == turns
 
 
 @pytest.mark.parametrize("appended", [True, False], ids=["append-landed", "append-lost"])
@@ -158,6 +172,44 @@ async def test_2_3_dead_claim_repaired_after_a_compaction_archived_its_session(
 async def test_4_append_landing_after_the_repair_is_recognised_by_turn_id(
     openviking: OpenVikingEndpoint,
 ) -> None:
+    """A claim without an outbox (a turn longer than one append) is rolled back at once."""
+    async with proxy_for(openviking) as proxy:
+        settings = load_settings(environ={}, overrides={"baseUrl": openviking.base_url})
+        slow_settings = load_settings(environ={}, overrides={"baseUrl": proxy.base_url})
+        async with build_openviking_client(settings) as ov, build_openviking_client(slow_settings) as slow_ov:
+            identity_msg = new_identity()
+            identity = parsed(identity_msg)
+            transcript = conversation(LONG_TURN)
+            states = StreamStateStore(DocumentStore(ov))
+            impatient = TranscriptWriter(
+                slow_ov, StreamStateStore(DocumentStore(slow_ov)), append_timeout=1.0
+            )
+            healthy = TranscriptWriter(ov, states)
+            plan = whole_transcript(transcript)
+            held = proxy.hold(APPEND_PATH, delay=3.0)
+            with pytest.raises(BackendTimeout):
+                await impatient.write(identity, plan, COUNTER)  # type: ignore[arg-type]
+            abandoned = (await states.load(identity)).pending_write  # type: ignore[union-attr]
+            assert abandoned is not None and abandoned.outbox is None
+            await ClaimRepair(ov, states, utc_now).repair(identity, abandoned, COUNTER)
+            rolled_back = await states.load(identity)
+            assert rolled_back is not None and rolled_back.last_sequence == -1 and rolled_back.unsettled
+            await asyncio.wait_for(held.delivered.wait(), 10)  # ... and now the append lands
+            result = await healthy.write(identity, plan, COUNTER)  # type: ignore[arg-type]
+            # the first 100 landed late (one request); only the rest is appended
+            assert [c.sequence for c in result.persisted] == list(range(len(transcript)))
+            await assert_once_in_order(ov, identity_msg, len(transcript))
+            final = await settled_stream_state(states, identity)
+            assert final.unsettled == [] and final.turns_since_compaction == LONG_TURN
+
+
+@pytest.mark.parametrize("completed_by", ["owner", "next-delivery"])
+async def test_4_append_landing_late_is_found_by_the_completion_of_its_outbox(
+    openviking: OpenVikingEndpoint, completed_by: str
+) -> None:
+    """The owner's append times out and lands 2 s later; the claim is completed no sooner than
+    `LATE_LANDING_GRACE_SECONDS` after it was given up, by its owner or by the next delivery
+    waiting for it: the completion's read finds the late turns and appends nothing."""
     async with proxy_for(openviking) as proxy:
         settings = load_settings(environ={}, overrides={"baseUrl": openviking.base_url})
         slow_settings = load_settings(environ={}, overrides={"baseUrl": proxy.base_url})
@@ -169,22 +221,19 @@ async def test_4_append_landing_after_the_repair_is_recognised_by_turn_id(
             impatient = TranscriptWriter(
                 slow_ov, StreamStateStore(DocumentStore(slow_ov)), append_timeout=1.0
             )
-            healthy = TranscriptWriter(ov, states)
             plan = whole_transcript(transcript)
             held = proxy.hold(APPEND_PATH, delay=3.0)
-            with pytest.raises(BackendTimeout):
-                await impatient.write(identity, plan, COUNTER)  # type: ignore[arg-type]
-            abandoned = (await states.load(identity)).pending_write  # type: ignore[union-attr]
-            assert abandoned is not None
-            await ClaimRepair(ov, states, utc_now).repair(identity, abandoned, COUNTER)
-            rolled_back = await states.load(identity)
-            assert rolled_back is not None and rolled_back.last_sequence == -1 and rolled_back.unsettled
-            await asyncio.wait_for(held.delivered.wait(), 10)  # ... and now the append lands
-            result = await healthy.write(identity, plan, COUNTER)  # type: ignore[arg-type]
-            assert [c.sequence for c in result.persisted] == list(range(len(transcript)))
+            answered = await impatient.write(identity, plan, COUNTER)  # type: ignore[arg-type]
+            assert len(answered.persisted) == len(transcript)
+            if completed_by == "next-delivery":
+                await asyncio.sleep(1.5)  # the owner gave up on its append: the claim is marked
+                again = await TranscriptWriter(ov, states).write(identity, plan, COUNTER)  # type: ignore[arg-type]
+                assert again.persisted == []
+            await impatient.drain()
+            assert held.delivered.is_set()
             await assert_once_in_order(ov, identity_msg, len(transcript))
             final = await settled_stream_state(states, identity)
-            assert final.unsettled == [] and final.turns_since_compaction == 3
+            assert final.last_sequence == len(transcript) - 1 and final.turns_since_compaction == 3
 
 
 async def test_5_concurrent_and_duplicated_deliveries_over_two_replicas(capture_stack: CaptureStack) -> None:

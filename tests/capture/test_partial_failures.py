@@ -1,4 +1,5 @@
-"""A write that fails between claim and release leaves nothing skipped and nothing doubled.
+"""A write that fails between claim and release leaves nothing skipped and nothing doubled: a
+claim with an outbox is completed, any other rolled back to what landed.
 
 The OpenViking client here is real; a subclass fails `add_messages` before or after the real
 append (an ambiguous failure: the request landed but the answer was lost), or a middleware
@@ -11,8 +12,10 @@ import json
 from collections.abc import Sequence
 
 import pytest
+from contextengine.v1 import common_pb2
 
-from services.capture.transcript import Candidate, ClaimPlan, TranscriptWriter
+from services.capture.outbox import OUTBOX_MAX_MESSAGES
+from services.capture.transcript import Candidate, ClaimPlan, Planner, TranscriptWriter
 from shared.config import load_settings
 from shared.domain.documents import DocumentStore
 from shared.domain.identity import parse_identity
@@ -65,10 +68,27 @@ class FlakyAppend:
         return result
 
 
+def whole(transcript: Sequence[common_pb2.ConversationMessage]) -> Planner:
+    """AfterTurn's plan: every position after the last one persisted."""
+
+    def plan(state: StreamState) -> ClaimPlan | None:
+        start = state.last_sequence + 1
+        if start >= len(transcript):
+            return None
+        candidates = [Candidate(i, transcript[i]) for i in range(start, len(transcript))]
+        return ClaimPlan(start, len(transcript) - 1, candidates)
+
+    return plan
+
+
 @pytest.mark.parametrize("after", [False, True], ids=["fails-before-append", "fails-after-append"])
-async def test_failed_append_is_repaired_on_the_next_delivery(
-    openviking: OpenVikingEndpoint, after: bool
+@pytest.mark.parametrize("completed_by", ["next-delivery", "owner"])
+async def test_a_failed_append_of_an_answered_claim_is_completed_from_its_outbox(
+    openviking: OpenVikingEndpoint, after: bool, completed_by: str
 ) -> None:
+    """A turn one append stores is answered once claimed; when its append then fails, the claim
+    is completed (never rolled back) by the stream's next delivery or, if none comes, by its
+    owner a moment later: every message stored once, counted once."""
     settings = load_settings(environ={}, overrides={"baseUrl": openviking.base_url})
     async with build_openviking_client(settings) as ov:
         identity_msg = new_identity()
@@ -76,30 +96,57 @@ async def test_failed_append_is_repaired_on_the_next_delivery(
         transcript = conversation(3)
         states = StreamStateStore(DocumentStore(ov))
         flaky = TranscriptWriter(FlakyAppend(ov, after=after), states)  # type: ignore[arg-type]
+        counter = TokenCounter("cl100k_base")
+
+        answered = await flaky.write(identity, whole(transcript), counter)
+        assert len(answered.persisted) == len(transcript)
+        assert answered.state.last_sequence == len(transcript) - 1 and answered.state.pending_write is None
+        if completed_by == "next-delivery":
+            claimed = await states.load(identity)
+            assert claimed is not None and claimed.pending_write is not None
+            assert claimed.pending_write.outbox is not None
+            again = await TranscriptWriter(ov, states).write(identity, whole(transcript), counter)
+            assert again.persisted == []  # nothing left to claim: the repair completed the turn
+        await flaky.drain()
+        stored = await stored_turns(ov, identity_msg)
+        assert [s for s, _ in stored] == list(range(len(transcript)))
+        final = await settled_stream_state(states, identity)
+        assert final.last_sequence == len(transcript) - 1
+        assert (final.turns_since_compaction, final.tokens_since_compaction) == (
+            3,
+            answered.state.active_tokens,
+        )
+
+
+@pytest.mark.parametrize("after", [False, True], ids=["fails-before-append", "fails-after-append"])
+async def test_a_failed_append_over_one_append_is_rolled_back_and_repaired_on_the_next_delivery(
+    openviking: OpenVikingEndpoint, after: bool
+) -> None:
+    """A turn longer than one append has no outbox: its caller waits for the append and sees it
+    fail; the claim is rolled back to what landed and the next delivery stores the rest, once."""
+    settings = load_settings(environ={}, overrides={"baseUrl": openviking.base_url})
+    async with build_openviking_client(settings) as ov:
+        identity_msg = new_identity()
+        identity = parse_identity(identity_msg, default_agent_id="a", session_required=True)
+        transcript = conversation(OUTBOX_MAX_MESSAGES // 2 + 1)
+        assert len(transcript) > OUTBOX_MAX_MESSAGES
+        states = StreamStateStore(DocumentStore(ov))
+        flaky = TranscriptWriter(FlakyAppend(ov, after=after), states)  # type: ignore[arg-type]
         healthy = TranscriptWriter(ov, states)
         counter = TokenCounter("cl100k_base")
 
-        def plan(state: StreamState) -> ClaimPlan | None:
-            start = state.last_sequence + 1
-            if start >= len(transcript):
-                return None
-            return ClaimPlan(
-                start,
-                len(transcript) - 1,
-                [Candidate(i, transcript[i]) for i in range(start, len(transcript))],
-            )
-
         with pytest.raises(BackendUnavailable):
-            await flaky.write(identity, plan, counter)
+            await flaky.write(identity, whole(transcript), counter)
         state = await states.load(identity)
         assert state is not None and state.pending_write is not None  # claimed, marked for repair
-        result = await healthy.write(identity, plan, counter)
+        assert state.pending_write.outbox is None
+        result = await healthy.write(identity, whole(transcript), counter)
         stored = await stored_turns(ov, identity_msg)
         assert [s for s, _ in stored] == list(range(len(transcript)))
         assert len(result.persisted) == (0 if after else len(transcript))
         final = await settled_stream_state(states, identity)
         assert final.last_sequence == len(transcript) - 1
-        assert final.turns_since_compaction == 3
+        assert final.turns_since_compaction == OUTBOX_MAX_MESSAGES // 2 + 1
 
 
 class LostCasRounds:
@@ -136,15 +183,8 @@ async def test_a_claim_that_keeps_losing_its_compare_and_swap_waits_instead_of_f
         await states.update(identity, lambda current: current)  # the state exists: updates are CAS
         writer = TranscriptWriter(ov, states)
 
-        def plan(state: StreamState) -> ClaimPlan | None:
-            start = state.last_sequence + 1
-            if start >= len(transcript):
-                return None
-            candidates = [Candidate(i, transcript[i]) for i in range(start, len(transcript))]
-            return ClaimPlan(start, len(transcript) - 1, candidates)
-
         lost.rounds = MAX_CAS_ATTEMPTS + 3
-        result = await writer.write(identity, plan, TokenCounter("cl100k_base"))
+        result = await writer.write(identity, whole(transcript), TokenCounter("cl100k_base"))
         assert lost.rounds == 0
         assert len(result.persisted) == len(transcript)
         stored = await stored_turns(ov, identity_msg)

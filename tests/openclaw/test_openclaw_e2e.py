@@ -34,6 +34,7 @@ from shared.domain.stream_state import StreamStateStore
 from shared.runtime.context import build_openviking_client
 from tests.openclaw.engine_process import EngineProcess
 from tests.openclaw.host import AgentReply, OpenClawHost
+from tests.support.settled import settled_stream_state
 from tests.support.stack import OpenVikingEndpoint
 from tests.support.standin_chat import content_text
 from tests.support.standin_llm import StandinLlm
@@ -95,8 +96,7 @@ async def stored_turns(openviking: OpenVikingEndpoint, session_id: str) -> list[
     settings = load_settings(environ={}, overrides={"baseUrl": openviking.base_url})
     who = parsed(session_id)
     async with build_openviking_client(settings) as ov:
-        state = await StreamStateStore(DocumentStore(ov)).load(who)
-        assert state is not None, f"no stream for {session_id}"
+        state = await settled_stream_state(StreamStateStore(DocumentStore(ov)), who)
         rows = []
         for ov_session in state.sessions:
             for message in await session_messages(ov, who.tenant, ov_session):
