@@ -80,7 +80,8 @@ class ClaimRepair:
         *,
         deadline: float | None = None,
     ) -> None:
-        """Take over a stale claim, keep what landed (live or archived), roll back past the rest."""
+        """Take over a stale claim: complete it from its outbox, or keep what landed (live or
+        archived) and roll back past the rest."""
         takeover = stale.model_copy(update={"claimed_at": self._clock()})
 
         def take(current: StreamState) -> StreamState | None:

@@ -69,6 +69,7 @@ from services.capture.claims import (
 )
 from services.capture.landed_claims import worth_reading_back
 from services.capture.outbox import packer, unsent
+from services.capture.outbox_sweep import OutboxSweep
 from services.capture.releases import OwedReleases, StreamKey, stream_key
 from services.compaction.transcript import session_turns
 from shared.domain.envelope import HOST_ID_PREFIX, openviking_message
@@ -155,6 +156,7 @@ class TranscriptWriter:
         self._append_timeout = append_timeout
         self._releases = releases or OwedReleases(states)
         self._repair = ClaimRepair(openviking, states, clock)
+        self.sweep = OutboxSweep(states, self._repair.repair, clock)
         self._jobs: set[asyncio.Task[Any]] = set()
         self._appending: dict[StreamKey, asyncio.Task[Any]] = {}
 
@@ -169,13 +171,18 @@ class TranscriptWriter:
         while self._jobs:
             await asyncio.gather(*list(self._jobs), return_exceptions=True)
         await self._releases.drain()
+        await self.sweep.close()
+
+    async def appended(self, identity: RequestIdentity) -> None:
+        """Wait for this replica's append on the stream (if one runs) to finish."""
+        running = self._appending.get(stream_key(identity))
+        if running is not None:
+            await asyncio.wait([running])
 
     async def settle(self, identity: RequestIdentity) -> None:
         """Finish this replica's append on the stream and write the release it owes now (its
         counters become visible)."""
-        running = self._appending.get(stream_key(identity))
-        if running is not None:
-            await asyncio.wait([running])
+        await self.appended(identity)
         await self._releases.settle(identity)
 
     async def write(
@@ -195,6 +202,7 @@ class TranscriptWriter:
         caller waits for the append. Once claimed, the append and the release run to the end in
         a task of this replica whatever happens to the caller (deadline, cancellation).
         """
+        self.sweep.served(identity, counter)
         claim, plan, state = await self._claim(
             identity,
             planner,

@@ -263,6 +263,11 @@ async def test_compaction_down_the_turn_returns_and_the_hand_off_waits_durably(
     cp = await settled_checkpoint(up, identity, response.compaction_checkpoint_id)
     assert cp.status == checkpoint_pb2.CHECKPOINT_STATUS_COMPLETED and cp.archive_uri
     assert (cp.source_turn_range.start_sequence, cp.source_turn_range.end_sequence) == (0, 1)
+    # the checkpoint is finalised first, then its in-flight entry is forgotten
+    for _ in range(100):
+        if not (await stream_state(up.openviking, identity)).inflight:
+            break
+        await asyncio.sleep(0.1)
     assert not (await stream_state(up.openviking, identity)).inflight
 
 

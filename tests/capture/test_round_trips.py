@@ -119,8 +119,7 @@ async def test_a_release_owed_is_folded_into_the_next_claim(openviking: OpenViki
         identity = parsed(new_identity())
         transcript = exchanges(2)
         await writer.write(identity, whole_transcript(transcript[:2]), COUNTER)  # type: ignore[arg-type]
-        while writer.running:  # its append (after the answer) landed: the release is owed
-            await asyncio.sleep(0.01)
+        await writer.appended(identity)  # its append (after the answer) landed: the release is owed
         start = log.mark()
         result = await writer.write(identity, whole_transcript(transcript), COUNTER)  # type: ignore[arg-type]
         assert len(log.calls[start:]) == STEADY_ROUND_TRIPS, log.calls[start:]

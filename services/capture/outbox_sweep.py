@@ -1,0 +1,117 @@
+"""Completes claims with an outbox left on streams that nobody calls again.
+
+A turn in a claim with an outbox was answered as stored (`services.capture.outbox`). If the
+replica that owned the claim dies before its append, the claim is completed by the stream's next
+call - and when the conversation has ended, there is none. So every capture replica watches the
+streams it served: once a stream has been quiet on this replica for `QUIET_SECONDS`, the sweep
+reads its state once; a claim with an outbox that went stale is completed (the claim repair), one
+that is not stale yet is looked at again when it would be, anything else ends the watch. That is
+one state read per stream and replica after the stream goes quiet.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from services.capture.claims import STALE_CLAIM_SECONDS, is_stale
+from services.capture.releases import StreamKey, stream_key
+from shared.domain.identity import RequestIdentity
+from shared.domain.stream_state import PendingWrite, StreamStateStore
+from shared.errors import Aborted, BackendError
+from shared.tokens import TokenCounter
+
+log = logging.getLogger(__name__)
+
+QUIET_SECONDS = STALE_CLAIM_SECONDS + 5.0
+"""A stream this replica served is looked at once it has been quiet here this long (by then a
+claim its last caller saw taken is stale if its owner died)."""
+SWEEP_SECONDS = 10.0
+
+Complete = Callable[[RequestIdentity, PendingWrite, TokenCounter], Awaitable[None]]
+"""Completes a stale claim (`ClaimRepair.repair`)."""
+
+
+@dataclass
+class _Watch:
+    identity: RequestIdentity
+    counter: TokenCounter
+    due: float
+    """`time.monotonic()` when the stream is looked at."""
+
+
+class OutboxSweep:
+    def __init__(
+        self,
+        states: StreamStateStore,
+        complete: Complete,
+        clock: Callable[[], datetime],
+        *,
+        quiet: float = QUIET_SECONDS,
+        every: float = SWEEP_SECONDS,
+    ) -> None:
+        self._states = states
+        self._complete = complete
+        self._clock = clock
+        self._quiet = quiet
+        self._every = every
+        self._watched: dict[StreamKey, _Watch] = {}
+        self._sweeper: asyncio.Task[None] | None = None
+        self._closing = False
+
+    @property
+    def watched(self) -> int:
+        return len(self._watched)
+
+    def served(self, identity: RequestIdentity, counter: TokenCounter) -> None:
+        """This replica just served a write call of the stream: look at it once it is quiet."""
+        self._watched[stream_key(identity)] = _Watch(identity, counter, time.monotonic() + self._quiet)
+        if self._sweeper is None and not self._closing:
+            self._sweeper = asyncio.create_task(self._sweep(), name="outbox-sweep")
+
+    async def close(self) -> None:
+        self._closing = True
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            await asyncio.gather(self._sweeper, return_exceptions=True)
+
+    async def sweep_once(self) -> None:
+        """Look at every watched stream that is due."""
+        now = time.monotonic()
+        for key, watch in list(self._watched.items()):
+            if watch.due > now:
+                continue
+            try:
+                await self._look_at(key, watch)
+            except (BackendError, Aborted) as exc:  # looked at again next round
+                log.warning("outbox sweep of %s: %s", watch.identity.buffer_key, exc.message)
+
+    async def _sweep(self) -> None:
+        while not self._closing:
+            await asyncio.sleep(self._every)
+            try:
+                await self.sweep_once()
+            except Exception:
+                log.exception("outbox sweep failed")
+
+    async def _look_at(self, key: StreamKey, watch: _Watch) -> None:
+        state = await self._states.load(watch.identity)
+        claim = state.pending_write if state is not None else None
+        if self._watched.get(key) is not watch:
+            return  # served again meanwhile: looked at once quiet again
+        if claim is None or claim.outbox is None:
+            del self._watched[key]
+            return
+        now = self._clock()
+        if not is_stale(claim, now):
+            watch.due = time.monotonic() + STALE_CLAIM_SECONDS - (now - claim.claimed_at).total_seconds()
+            return
+        log.warning("completing the claim %d..%d of the quiet stream %s", claim.start_sequence,
+                    claim.end_sequence, watch.identity.buffer_key)  # fmt: skip
+        await self._complete(watch.identity, claim, watch.counter)
+        if self._watched.get(key) is watch:
+            del self._watched[key]
