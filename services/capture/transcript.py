@@ -425,7 +425,16 @@ class TranscriptWriter:
                     continue
             if time.monotonic() >= give_up:
                 raise Aborted(f"stream {identity.buffer_key} is busy with another write; retry the call")
+            await self._wait_for_claim(identity, give_up)
+
+    async def _wait_for_claim(self, identity: RequestIdentity, give_up: float) -> None:
+        """Until the stream's claim may be gone: the end of this replica's append on the stream
+        (the host's next turn right after an answered one), else one poll interval."""
+        running = self._appending.get(stream_key(identity))
+        if running is None:
             await asyncio.sleep(CLAIM_POLL_SECONDS)
+            return
+        await asyncio.wait([running], timeout=max(CLAIM_POLL_SECONDS, give_up - time.monotonic()))
 
     async def session_messages(
         self, tenant: Tenant, session_id: str, deadline: float | None
