@@ -91,6 +91,8 @@ OUTBOX_RETRY_SECONDS = LATE_LANDING_GRACE_SECONDS + 0.5
 """How long after its failed append the owner of an answered claim completes it from its outbox
 (unless the stream's next call did it first)."""
 CLAIM_POLL_SECONDS = 0.03
+CLAIM_WAIT_ON_OWN_SECONDS = 1.0
+"""Longest a claim waits on this replica's own append on the stream before looking again."""
 MAX_CLAIM_WAIT_SECONDS = STALE_CLAIM_SECONDS + 5.0
 READ_ALL_TOKEN_BUDGET = 100_000_000
 """Token budget for reading every live message of a session."""
@@ -277,10 +279,18 @@ class TranscriptWriter:
             log.warning("append of the answered claim %d..%d of %s failed; completing it from its outbox",
                         plan.start, plan.end, identity.buffer_key, exc_info=True)  # fmt: skip
         await asyncio.sleep(OUTBOX_RETRY_SECONDS)
-        state = await self._states.load(identity)
-        left = state.pending_write if state is not None else None
-        if left is not None and left.start_sequence == claim.start_sequence and is_stale(left, self._clock()):
-            await self._repair.repair(identity, left, counter)
+        try:
+            state = await self._states.load(identity)
+            left = state.pending_write if state is not None else None
+            if (
+                left is not None
+                and left.start_sequence == claim.start_sequence
+                and is_stale(left, self._clock())
+            ):
+                await self._repair.repair(identity, left, counter)
+        except Exception:  # the stream's next call or the outbox sweep completes it
+            log.warning("could not complete the claim %d..%d of %s yet", plan.start, plan.end,
+                        identity.buffer_key, exc_info=True)  # fmt: skip
 
     async def _append_and_release(
         self,
@@ -434,7 +444,9 @@ class TranscriptWriter:
         if running is None:
             await asyncio.sleep(CLAIM_POLL_SECONDS)
             return
-        await asyncio.wait([running], timeout=max(CLAIM_POLL_SECONDS, give_up - time.monotonic()))
+        await asyncio.wait(
+            [running], timeout=min(CLAIM_WAIT_ON_OWN_SECONDS, max(0.0, give_up - time.monotonic()))
+        )
 
     async def session_messages(
         self, tenant: Tenant, session_id: str, deadline: float | None
