@@ -12,7 +12,10 @@ interleaved so that all three share the machine's load:
 
 The three go in a rotating order (turn i starts with way i mod 3), so that each follows each of
 the others equally often: an engine call's background writes (release, turn index) slow down
-whichever call comes next, and a fixed order would charge them all to the same way.
+whichever call comes next, and a fixed order would charge them all to the same way. Sessions
+take turns round robin: a stream's next turn comes after one turn of every other session, as a
+host's next turn comes after a model call. (Back to back, a stream's next claim waits for the
+previous turn's append, which follows the answer: docs/benchmarks.md has those numbers.)
 
 Every session has its own stream, so each turn is capture's steady path (no contention, no
 trigger: the thresholds are set out of reach); a session's first turn, which creates its
@@ -44,7 +47,7 @@ from shared.runtime.context import ServiceContext, build_openviking_client
 from shared.runtime.server import ServiceHost
 from shared.tokens import ensure_offline_tiktoken
 from tests.bench.common import turn_messages
-from tests.bench.workload import generate
+from tests.bench.workload import Session, Turn, generate
 from tests.support.call_log import CallLog
 from tests.support.private_stack import private_stack
 
@@ -107,6 +110,76 @@ async def start_capture(base_url: str, log: CallLog) -> ServiceHost:
     return host
 
 
+@dataclass
+class _Stream:
+    """One seeded session played three ways: its engine identities, raw session and transcript."""
+
+    session: Session
+    after: common_pb2.Identity
+    commit: common_pb2.Identity
+    stream_id: str
+    raw_session: str
+    headers: dict[str, str]
+    transcript: list[common_pb2.ConversationMessage] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, session: Session, run: str) -> _Stream:
+        user = f"{session.user_id}-{run}"
+        after, commit = (
+            common_pb2.Identity(
+                account_id=ACCOUNT,
+                user_id=user,
+                agent_id=AGENT,
+                session_id=f"{kind}-{session.session_id}-{run}",
+            )
+            for kind in ("after", "commit")
+        )
+        return cls(
+            session=session,
+            after=after,
+            commit=commit,
+            stream_id=parse_identity(after, default_agent_id=AGENT, session_required=True).stream_id,
+            raw_session=f"ce-raw-{session.session_id}-{run}",
+            headers={"X-OpenViking-Account": ACCOUNT, "X-OpenViking-User": user},
+        )
+
+
+@dataclass
+class _Ways:
+    """The three ways a turn is stored, each timed into its series."""
+
+    after: Series
+    commit: Series
+    append: Series
+    after_stub: capture_pb2_grpc.CaptureServiceStub
+    commit_stub: capture_pb2_grpc.CaptureServiceStub
+    http: httpx.AsyncClient
+
+    async def play(self, stream: _Stream, turn: Turn) -> None:
+        user_message, rest = turn_messages(turn, stream.session.session_id)
+        messages = [user_message, *rest]
+        pre = len(stream.transcript)
+        stream.transcript.extend(messages)
+        steady = turn.index > 0
+        body = [openviking_message(stream.stream_id, pre + i, m).to_body() for i, m in enumerate(messages)]
+        order = ["after", "commit", "append"]
+        first = turn.index % len(order)
+        for way in order[first:] + order[:first]:
+            if way == "after":
+                request = capture_pb2.AfterTurnRequest(
+                    identity=stream.after, messages=stream.transcript, pre_prompt_message_count=pre
+                )
+                await self.after.time(self.after_stub.AfterTurn(request, timeout=60), steady=steady)
+            elif way == "commit":
+                fenced_turn = capture_pb2.CommitTurnRequest(
+                    identity=stream.commit, messages=messages, advancement_key=f"turn-{turn.index}"
+                )
+                await self.commit.time(self.commit_stub.CommitTurn(fenced_turn, timeout=60), steady=steady)
+            else:
+                raw = raw_append(self.http, stream.raw_session, stream.headers, body)
+                await self.append.time(raw, steady=steady)
+
+
 async def measure(base_url: str, sessions: int, turns: int, seed: int) -> list[Series]:
     after = Series("engine AfterTurn (whole transcript)", CallLog())
     commit = Series("engine CommitTurn (the turn)", CallLog())
@@ -122,45 +195,12 @@ async def measure(base_url: str, sessions: int, turns: int, seed: int) -> list[S
         ):
             after_stub = capture_pb2_grpc.CaptureServiceStub(after_channel)
             commit_stub = capture_pb2_grpc.CaptureServiceStub(commit_channel)
-            for session in generate(sessions, turns, seed).sessions:
-                user = f"{session.user_id}-{run}"
-                who, fenced = (
-                    common_pb2.Identity(
-                        account_id=ACCOUNT,
-                        user_id=user,
-                        agent_id=AGENT,
-                        session_id=f"{kind}-{session.session_id}-{run}",
-                    )
-                    for kind in ("after", "commit")
-                )
-                stream_id = parse_identity(who, default_agent_id=AGENT, session_required=True).stream_id
-                raw_session = f"ce-raw-{session.session_id}-{run}"
-                headers = {"X-OpenViking-Account": ACCOUNT, "X-OpenViking-User": user}
-                transcript: list[common_pb2.ConversationMessage] = []
-                for turn in session.turns:
-                    user_message, rest = turn_messages(turn, session.session_id)
-                    messages = [user_message, *rest]
-                    pre = len(transcript)
-                    transcript.extend(messages)
-                    steady = turn.index > 0
-                    body = [
-                        openviking_message(stream_id, pre + i, m).to_body() for i, m in enumerate(messages)
-                    ]
-                    ways = ["after", "commit", "append"]
-                    first = turn.index % len(ways)
-                    for way in ways[first:] + ways[:first]:
-                        if way == "after":
-                            request = capture_pb2.AfterTurnRequest(
-                                identity=who, messages=transcript, pre_prompt_message_count=pre
-                            )
-                            await after.time(after_stub.AfterTurn(request, timeout=60), steady=steady)
-                        elif way == "commit":
-                            fenced_turn = capture_pb2.CommitTurnRequest(
-                                identity=fenced, messages=messages, advancement_key=f"turn-{turn.index}"
-                            )
-                            await commit.time(commit_stub.CommitTurn(fenced_turn, timeout=60), steady=steady)
-                        else:
-                            await append.time(raw_append(http, raw_session, headers, body), steady=steady)
+            streams = [_Stream.of(session, run) for session in generate(sessions, turns, seed).sessions]
+            ways = _Ways(after, commit, append, after_stub, commit_stub, http)
+            for index in range(max(len(stream.session.turns) for stream in streams)):
+                for stream in streams:  # round robin: a stream's next turn comes after all others'
+                    if index < len(stream.session.turns):
+                        await ways.play(stream, stream.session.turns[index])
             await asyncio.sleep(1.0)  # the last turns' releases and index writes
             after.close_previous(after.log.mark())
             commit.close_previous(commit.log.mark())
