@@ -89,14 +89,14 @@ class OutboxSweep:
                 await self._look_at(key, watch)
             except (BackendError, Aborted) as exc:  # looked at again next round
                 log.warning("outbox sweep of %s: %s", watch.identity.buffer_key, exc.message)
+            except Exception:  # not a backend outage: the stream's next call completes it
+                log.exception("outbox sweep of %s failed; not watched any more", watch.identity.buffer_key)
+                self._watched.pop(key, None)
 
     async def _sweep(self) -> None:
         while not self._closing:
             await asyncio.sleep(self._every)
-            try:
-                await self.sweep_once()
-            except Exception:
-                log.exception("outbox sweep failed")
+            await self.sweep_once()
 
     async def _look_at(self, key: StreamKey, watch: _Watch) -> None:
         state = await self._states.load(watch.identity)
