@@ -10,10 +10,11 @@ interleaved so that all three share the machine's load:
 - OpenViking alone: `POST /api/v1/sessions/{id}/messages/batch` of the same turn's messages in
   the same envelope the engine writes (one request, what the engine's append costs by itself).
 
-The three go in a rotating order (turn i starts with way i mod 3), so that each follows each of
-the others equally often: an engine call's background writes (release, turn index) slow down
-whichever call comes next, and a fixed order would charge them all to the same way. Sessions
-take turns round robin: a stream's next turn comes after one turn of every other session, as a
+The three go in all six orders in turn (by turn and session), so that each follows each of the
+others about equally often: an engine call's background writes (append, release, turn index)
+slow down whichever call comes next, and a fixed or merely rotated order would charge them to
+the same way (with a rotation, CommitTurn always came right after AfterTurn). Sessions take
+turns round robin: a stream's next turn comes after one turn of every other session, as a
 host's next turn comes after a model call. (Back to back, a stream's next claim waits for the
 previous turn's append, which follows the answer: docs/benchmarks.md has those numbers.)
 
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import statistics
 import time
 import uuid
@@ -96,6 +98,10 @@ class Series:
         self._last = None
 
 
+ORDERS = list(itertools.permutations(("after", "commit", "append")))
+"""Every order of the three ways; a turn uses the one at (turn index + session position)."""
+
+
 async def start_capture(base_url: str, log: CallLog) -> ServiceHost:
     """Capture + compaction in this process (as `--service all` runs them), counted by `log`."""
     settings = load_settings(environ={}, overrides={"baseUrl": base_url, "grpcPort": 0, **OUT_OF_REACH})
@@ -120,10 +126,12 @@ class _Stream:
     stream_id: str
     raw_session: str
     headers: dict[str, str]
+    position: int
+    """The stream's place in the round robin."""
     transcript: list[common_pb2.ConversationMessage] = field(default_factory=list)
 
     @classmethod
-    def of(cls, session: Session, run: str) -> _Stream:
+    def of(cls, session: Session, run: str, position: int) -> _Stream:
         user = f"{session.user_id}-{run}"
         after, commit = (
             common_pb2.Identity(
@@ -141,6 +149,7 @@ class _Stream:
             stream_id=parse_identity(after, default_agent_id=AGENT, session_required=True).stream_id,
             raw_session=f"ce-raw-{session.session_id}-{run}",
             headers={"X-OpenViking-Account": ACCOUNT, "X-OpenViking-User": user},
+            position=position,
         )
 
 
@@ -162,9 +171,7 @@ class _Ways:
         stream.transcript.extend(messages)
         steady = turn.index > 0
         body = [openviking_message(stream.stream_id, pre + i, m).to_body() for i, m in enumerate(messages)]
-        order = ["after", "commit", "append"]
-        first = turn.index % len(order)
-        for way in order[first:] + order[:first]:
+        for way in ORDERS[(turn.index + stream.position) % len(ORDERS)]:
             if way == "after":
                 request = capture_pb2.AfterTurnRequest(
                     identity=stream.after, messages=stream.transcript, pre_prompt_message_count=pre
@@ -195,7 +202,8 @@ async def measure(base_url: str, sessions: int, turns: int, seed: int) -> list[S
         ):
             after_stub = capture_pb2_grpc.CaptureServiceStub(after_channel)
             commit_stub = capture_pb2_grpc.CaptureServiceStub(commit_channel)
-            streams = [_Stream.of(session, run) for session in generate(sessions, turns, seed).sessions]
+            played = generate(sessions, turns, seed).sessions
+            streams = [_Stream.of(session, run, position) for position, session in enumerate(played)]
             ways = _Ways(after, commit, append, after_stub, commit_stub, http)
             for index in range(max(len(stream.session.turns) for stream in streams)):
                 for stream in streams:  # round robin: a stream's next turn comes after all others'
