@@ -20,7 +20,7 @@ from services.capture.claims import APPEND_TIMEOUT_SECONDS, ClaimHolder, abandon
 from services.capture.landed_claims import all_landed, landed_messages
 from services.capture.outbox import unsent
 from shared.domain.identity import RequestIdentity
-from shared.domain.stream_state import PendingWrite, StreamState, StreamStateStore
+from shared.domain.stream_state import Outbox, PendingWrite, StreamState, StreamStateStore
 from shared.openviking.client import OpenVikingClient
 from shared.tokens import TokenCounter
 
@@ -94,7 +94,14 @@ class ClaimRepair:
         if not won:
             return
         if stale.outbox is not None:
-            await self._complete(identity, stale, takeover, taken.active_session, deadline)
+            await self._complete(
+                identity,
+                stale,
+                stale.outbox,
+                takeover,
+                active_session=taken.active_session,
+                deadline=deadline,
+            )
             return
         landed = await landed_messages(self._ov, identity.tenant, stale, deadline=deadline)
         turns, tokens = message_counts(list(landed.values()), counter)
@@ -128,7 +135,9 @@ class ClaimRepair:
         self,
         identity: RequestIdentity,
         stale: PendingWrite,
+        outbox: Outbox,
         takeover: PendingWrite,
+        *,
         active_session: str,
         deadline: float | None,
     ) -> None:
@@ -155,8 +164,6 @@ class ClaimRepair:
                     await self.abandon(identity, holder.claim)
                     raise
             held = holder.claim
-        outbox = stale.outbox
-        assert outbox is not None
         release = landed_release(held, stale.end_sequence, outbox.turns, outbox.tokens)
         _, written = await self._states.update(
             identity, lambda current: current if release(current) else None, deadline=deadline

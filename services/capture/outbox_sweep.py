@@ -6,7 +6,8 @@ call - and when the conversation has ended, there is none. So every capture repl
 streams it served: once a stream has been quiet on this replica for `QUIET_SECONDS`, the sweep
 reads its state once; a claim with an outbox that went stale is completed (the claim repair), one
 that is not stale yet is looked at again when it would be, anything else ends the watch. That is
-one state read per stream and replica after the stream goes quiet.
+one state read per stream and replica after the stream goes quiet. The owner of a failed append
+looks at its stream the same way (`look_now`) a moment later.
 """
 
 from __future__ import annotations
@@ -83,35 +84,33 @@ class OutboxSweep:
         """Look at every watched stream that is due."""
         now = time.monotonic()
         for key, watch in list(self._watched.items()):
-            if watch.due > now:
+            if watch.due > now or self._watched.pop(key, None) is not watch:
                 continue
             try:
-                await self._look_at(key, watch)
+                await self.look_now(watch.identity, watch.counter)
             except (BackendError, Aborted) as exc:  # looked at again next round
                 log.warning("outbox sweep of %s: %s", watch.identity.buffer_key, exc.message)
+                self._watched.setdefault(key, watch)
             except Exception:  # not a backend outage: the stream's next call completes it
                 log.exception("outbox sweep of %s failed; not watched any more", watch.identity.buffer_key)
-                self._watched.pop(key, None)
+
+    async def look_now(self, identity: RequestIdentity, counter: TokenCounter) -> None:
+        """Read the stream's state: a claim with an outbox that went stale is completed, one that
+        is not stale yet is watched until it would be."""
+        state = await self._states.load(identity)
+        claim = state.pending_write if state is not None else None
+        if claim is None or claim.outbox is None:
+            return
+        now = self._clock()
+        if not is_stale(claim, now):
+            left = STALE_CLAIM_SECONDS - (now - claim.claimed_at).total_seconds()
+            self._watched.setdefault(stream_key(identity), _Watch(identity, counter, time.monotonic() + left))
+            return
+        log.warning("completing the claim %d..%d of %s from its outbox", claim.start_sequence,
+                    claim.end_sequence, identity.buffer_key)  # fmt: skip
+        await self._complete(identity, claim, counter)
 
     async def _sweep(self) -> None:
         while not self._closing:
             await asyncio.sleep(self._every)
             await self.sweep_once()
-
-    async def _look_at(self, key: StreamKey, watch: _Watch) -> None:
-        state = await self._states.load(watch.identity)
-        claim = state.pending_write if state is not None else None
-        if self._watched.get(key) is not watch:
-            return  # served again meanwhile: looked at once quiet again
-        if claim is None or claim.outbox is None:
-            del self._watched[key]
-            return
-        now = self._clock()
-        if not is_stale(claim, now):
-            watch.due = time.monotonic() + STALE_CLAIM_SECONDS - (now - claim.claimed_at).total_seconds()
-            return
-        log.warning("completing the claim %d..%d of the quiet stream %s", claim.start_sequence,
-                    claim.end_sequence, watch.identity.buffer_key)  # fmt: skip
-        await self._complete(watch.identity, claim, watch.counter)
-        if self._watched.get(key) is watch:
-            del self._watched[key]

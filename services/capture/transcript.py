@@ -74,7 +74,7 @@ from services.capture.releases import OwedReleases, StreamKey, stream_key
 from services.compaction.transcript import session_turns
 from shared.domain.envelope import HOST_ID_PREFIX, openviking_message
 from shared.domain.identity import RequestIdentity
-from shared.domain.stream_state import PendingWrite, StreamState, StreamStateStore, utc_now
+from shared.domain.stream_state import Outbox, PendingWrite, StreamState, StreamStateStore, utc_now
 from shared.errors import Aborted, BackendNotFound
 from shared.openviking.client import OpenVikingClient
 from shared.openviking.models.sessions import SessionMessage
@@ -116,6 +116,17 @@ class WriteResult:
     released: StreamState | None = None
     """The state right after this call's release, before `on_release` changed it (None when the
     claim was released by another replica's repair meanwhile, or nothing was claimed)."""
+
+
+@dataclass(frozen=True)
+class _Appended:
+    """What an append stored: through `new_last`, `kept` (less `duplicates` found by host id)."""
+
+    held: PendingWrite
+    """The claim as stored when the append ended (its owner refreshes it meanwhile)."""
+    kept: list[Candidate]
+    new_last: int
+    duplicates: int
 
 
 def _written(
@@ -222,7 +233,9 @@ class TranscriptWriter:
                 claim, plan, state, kept=kept, new_last=plan.end, counts=(outbox.turns, outbox.tokens)
             )
             if on_release is None or not on_release(answer.state.model_copy(deep=True)):
-                self._own(identity, self._send_outbox(identity, claim, plan, state, counter), plan)
+                self._own(
+                    identity, self._send_outbox(identity, claim, outbox, plan, state, counter=counter), plan
+                )
                 return answer
         job = self._own(
             identity,
@@ -244,18 +257,18 @@ class TranscriptWriter:
     ) -> asyncio.Task[T]:
         """Run `work` (an append and its release) in a task of this replica."""
         job = asyncio.create_task(work, name=f"append-{identity.buffer_key}-{plan.start}")
+        key = stream_key(identity)
         self._jobs.add(job)
-        self._appending[stream_key(identity)] = job
-        job.add_done_callback(self._finished)
+        self._appending[key] = job
+        job.add_done_callback(lambda done: self._finished(done, key))
         return job
 
-    def _finished(self, job: asyncio.Task[Any]) -> None:
+    def _finished(self, job: asyncio.Task[Any], key: StreamKey) -> None:
         """Forget a finished append; its error was the caller's (if it still waited) and is
         covered by the claim repair, so it is retrieved here rather than reported as lost."""
         self._jobs.discard(job)
-        for key, running in list(self._appending.items()):
-            if running is job:
-                del self._appending[key]
+        if self._appending.get(key) is job:
+            del self._appending[key]
         if not job.cancelled():
             job.exception()
 
@@ -263,34 +276,29 @@ class TranscriptWriter:
         self,
         identity: RequestIdentity,
         claim: PendingWrite,
+        outbox: Outbox,
         plan: ClaimPlan,
         claimed_state: StreamState,
+        *,
         counter: TokenCounter,
     ) -> None:
-        """Append an answered claim's outbox and owe its release; if the append fails, complete
-        the claim a moment later (as its repair would: what landed is read back first), or
-        leave it to the stream's next call."""
+        """Append an answered claim's outbox and owe its release; if the append fails, look at
+        the claim again once it may be completed (`OutboxSweep.look_now`: what landed is read
+        back first), or leave it to the stream's next call."""
         try:
-            await self._append_and_release(
-                identity, claim, plan, claimed_state, counter=counter, dedupe_host_ids=False, on_release=None
-            )
-            return
+            appended = await self._append(identity, claim, plan, claimed_state, dedupe_host_ids=False)
         except Exception:
             log.warning("append of the answered claim %d..%d of %s failed; completing it from its outbox",
                         plan.start, plan.end, identity.buffer_key, exc_info=True)  # fmt: skip
-        await asyncio.sleep(OUTBOX_RETRY_SECONDS)
-        try:
-            state = await self._states.load(identity)
-            left = state.pending_write if state is not None else None
-            if (
-                left is not None
-                and left.start_sequence == claim.start_sequence
-                and is_stale(left, self._clock())
-            ):
-                await self._repair.repair(identity, left, counter)
-        except Exception:  # the stream's next call or the outbox sweep completes it
-            log.warning("could not complete the claim %d..%d of %s yet", plan.start, plan.end,
-                        identity.buffer_key, exc_info=True)  # fmt: skip
+            await asyncio.sleep(OUTBOX_RETRY_SECONDS)
+            try:
+                await self.sweep.look_now(identity, counter)
+            except Exception:  # the stream's next call or the outbox sweep completes it
+                log.warning("could not complete the claim %d..%d of %s yet", plan.start, plan.end,
+                            identity.buffer_key, exc_info=True)  # fmt: skip
+            return
+        held = appended.held
+        self._releases.owe(identity, held, landed_release(held, plan.end, outbox.turns, outbox.tokens))
 
     async def _append_and_release(
         self,
@@ -303,6 +311,48 @@ class TranscriptWriter:
         dedupe_host_ids: bool,
         on_release: ReleaseHook | None,
     ) -> WriteResult:
+        appended = await self._append(identity, claim, plan, claimed_state, dedupe_host_ids=dedupe_host_ids)
+        held, kept, new_last = appended.held, appended.kept, appended.new_last
+        counts = (
+            (claim.outbox.turns, claim.outbox.tokens)
+            if claim.outbox is not None
+            else message_counts([c.message for c in kept if c.message is not None], counter)
+        )
+        result = _written(held, plan, claimed_state, kept=kept, new_last=new_last, counts=counts)
+        result.host_id_duplicates = appended.duplicates
+        release = landed_release(held, new_last, *counts)
+        if on_release is None or not on_release(result.state.model_copy(deep=True)):
+            self._releases.owe(identity, held, release)
+            return result
+        released: list[StreamState] = []
+
+        def release_with_hook(current: StreamState) -> StreamState | None:
+            released.clear()
+            if not release(current):
+                return None
+            released.append(current.model_copy(deep=True))
+            on_release(current)
+            return current
+
+        try:
+            result.state, _ = await self._states.update(identity, release_with_hook)
+        except BaseException:
+            await self._repair.abandon(identity, held)
+            raise
+        result.released = released[0] if released else None
+        return result
+
+    async def _append(
+        self,
+        identity: RequestIdentity,
+        claim: PendingWrite,
+        plan: ClaimPlan,
+        claimed_state: StreamState,
+        *,
+        dedupe_host_ids: bool,
+    ) -> _Appended:
+        """Append what the claim stores (its outbox) or plans, keeping the claim fresh meanwhile;
+        on failure the claim is marked for repair and the error raised."""
         async with ClaimHolder(self._states, identity, claim, self._clock) as holder:
             kept = [c for c in plan.candidates if c.message is not None]
             duplicates = 0
@@ -342,35 +392,7 @@ class TranscriptWriter:
                 len(landed),
                 identity.buffer_key,
             )
-        held = holder.claim
-        counts = (
-            (claim.outbox.turns, claim.outbox.tokens)
-            if claim.outbox is not None
-            else message_counts([c.message for c in kept if c.message is not None], counter)
-        )
-        result = _written(held, plan, claimed_state, kept=kept, new_last=new_last, counts=counts)
-        result.host_id_duplicates = duplicates
-        release = landed_release(held, new_last, *counts)
-        if on_release is None or not on_release(result.state.model_copy(deep=True)):
-            self._releases.owe(identity, held, release)
-            return result
-        released: list[StreamState] = []
-
-        def release_with_hook(current: StreamState) -> StreamState | None:
-            released.clear()
-            if not release(current):
-                return None
-            released.append(current.model_copy(deep=True))
-            on_release(current)
-            return current
-
-        try:
-            result.state, _ = await self._states.update(identity, release_with_hook)
-        except BaseException:
-            await self._repair.abandon(identity, held)
-            raise
-        result.released = released[0] if released else None
-        return result
+        return _Appended(holder.claim, kept, new_last, duplicates)
 
     async def _landed_late(self, tenant: Tenant, state: StreamState, plan: ClaimPlan) -> set[int]:
         """Positions of the plan that an earlier, repaired append stored after all."""

@@ -23,6 +23,8 @@ the stream, duplicates kept) that each position is stored exactly once and in or
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import grpc
@@ -63,6 +65,18 @@ COUNTER = TokenCounter("cl100k_base")
 def proxy_for(openviking: OpenVikingEndpoint) -> DelayProxy:
     host, port = openviking.base_url.removeprefix("http://").rsplit(":", 1)
     return DelayProxy(host, int(port))
+
+
+@contextlib.asynccontextmanager
+async def direct_and_delayed(
+    openviking: OpenVikingEndpoint,
+) -> AsyncIterator[tuple[DelayProxy, OpenVikingClient, OpenVikingClient]]:
+    """A delaying TCP proxy before OpenViking, a client straight to it and one through the proxy."""
+    async with proxy_for(openviking) as proxy:
+        direct = load_settings(environ={}, overrides={"baseUrl": openviking.base_url})
+        delayed = load_settings(environ={}, overrides={"baseUrl": proxy.base_url})
+        async with build_openviking_client(direct) as ov, build_openviking_client(delayed) as slow_ov:
+            yield proxy, ov, slow_ov
 
 
 async def assert_once_in_order(ov: OpenVikingClient, identity: common_pb2.Identity, count: int) -> None:
@@ -173,34 +187,29 @@ async def test_4_append_landing_after_the_repair_is_recognised_by_turn_id(
     openviking: OpenVikingEndpoint,
 ) -> None:
     """A claim without an outbox (a turn longer than one append) is rolled back at once."""
-    async with proxy_for(openviking) as proxy:
-        settings = load_settings(environ={}, overrides={"baseUrl": openviking.base_url})
-        slow_settings = load_settings(environ={}, overrides={"baseUrl": proxy.base_url})
-        async with build_openviking_client(settings) as ov, build_openviking_client(slow_settings) as slow_ov:
-            identity_msg = new_identity()
-            identity = parsed(identity_msg)
-            transcript = conversation(LONG_TURN)
-            states = StreamStateStore(DocumentStore(ov))
-            impatient = TranscriptWriter(
-                slow_ov, StreamStateStore(DocumentStore(slow_ov)), append_timeout=1.0
-            )
-            healthy = TranscriptWriter(ov, states)
-            plan = whole_transcript(transcript)
-            held = proxy.hold(APPEND_PATH, delay=3.0)
-            with pytest.raises(BackendTimeout):
-                await impatient.write(identity, plan, COUNTER)  # type: ignore[arg-type]
-            abandoned = (await states.load(identity)).pending_write  # type: ignore[union-attr]
-            assert abandoned is not None and abandoned.outbox is None
-            await ClaimRepair(ov, states, utc_now).repair(identity, abandoned, COUNTER)
-            rolled_back = await states.load(identity)
-            assert rolled_back is not None and rolled_back.last_sequence == -1 and rolled_back.unsettled
-            await asyncio.wait_for(held.delivered.wait(), 10)  # ... and now the append lands
-            result = await healthy.write(identity, plan, COUNTER)  # type: ignore[arg-type]
-            # the first 100 landed late (one request); only the rest is appended
-            assert [c.sequence for c in result.persisted] == list(range(len(transcript)))
-            await assert_once_in_order(ov, identity_msg, len(transcript))
-            final = await settled_stream_state(states, identity)
-            assert final.unsettled == [] and final.turns_since_compaction == LONG_TURN
+    async with direct_and_delayed(openviking) as (proxy, ov, slow_ov):
+        identity_msg = new_identity()
+        identity = parsed(identity_msg)
+        transcript = conversation(LONG_TURN)
+        states = StreamStateStore(DocumentStore(ov))
+        impatient = TranscriptWriter(slow_ov, StreamStateStore(DocumentStore(slow_ov)), append_timeout=1.0)
+        healthy = TranscriptWriter(ov, states)
+        plan = whole_transcript(transcript)
+        held = proxy.hold(APPEND_PATH, delay=3.0)
+        with pytest.raises(BackendTimeout):
+            await impatient.write(identity, plan, COUNTER)  # type: ignore[arg-type]
+        abandoned = (await states.load(identity)).pending_write  # type: ignore[union-attr]
+        assert abandoned is not None and abandoned.outbox is None
+        await ClaimRepair(ov, states, utc_now).repair(identity, abandoned, COUNTER)
+        rolled_back = await states.load(identity)
+        assert rolled_back is not None and rolled_back.last_sequence == -1 and rolled_back.unsettled
+        await asyncio.wait_for(held.delivered.wait(), 10)  # ... and now the append lands
+        result = await healthy.write(identity, plan, COUNTER)  # type: ignore[arg-type]
+        # the first 100 landed late (one request); only the rest is appended
+        assert [c.sequence for c in result.persisted] == list(range(len(transcript)))
+        await assert_once_in_order(ov, identity_msg, len(transcript))
+        final = await settled_stream_state(states, identity)
+        assert final.unsettled == [] and final.turns_since_compaction == LONG_TURN
 
 
 @pytest.mark.parametrize("completed_by", ["owner", "next-delivery"])
@@ -210,30 +219,25 @@ async def test_4_append_landing_late_is_found_by_the_completion_of_its_outbox(
     """The owner's append times out and lands 2 s later; the claim is completed no sooner than
     `LATE_LANDING_GRACE_SECONDS` after it was given up, by its owner or by the next delivery
     waiting for it: the completion's read finds the late turns and appends nothing."""
-    async with proxy_for(openviking) as proxy:
-        settings = load_settings(environ={}, overrides={"baseUrl": openviking.base_url})
-        slow_settings = load_settings(environ={}, overrides={"baseUrl": proxy.base_url})
-        async with build_openviking_client(settings) as ov, build_openviking_client(slow_settings) as slow_ov:
-            identity_msg = new_identity()
-            identity = parsed(identity_msg)
-            transcript = conversation(3)
-            states = StreamStateStore(DocumentStore(ov))
-            impatient = TranscriptWriter(
-                slow_ov, StreamStateStore(DocumentStore(slow_ov)), append_timeout=1.0
-            )
-            plan = whole_transcript(transcript)
-            held = proxy.hold(APPEND_PATH, delay=3.0)
-            answered = await impatient.write(identity, plan, COUNTER)  # type: ignore[arg-type]
-            assert len(answered.persisted) == len(transcript)
-            if completed_by == "next-delivery":
-                await asyncio.sleep(1.5)  # the owner gave up on its append: the claim is marked
-                again = await TranscriptWriter(ov, states).write(identity, plan, COUNTER)  # type: ignore[arg-type]
-                assert again.persisted == []
-            await impatient.drain()
-            assert held.delivered.is_set()
-            await assert_once_in_order(ov, identity_msg, len(transcript))
-            final = await settled_stream_state(states, identity)
-            assert final.last_sequence == len(transcript) - 1 and final.turns_since_compaction == 3
+    async with direct_and_delayed(openviking) as (proxy, ov, slow_ov):
+        identity_msg = new_identity()
+        identity = parsed(identity_msg)
+        transcript = conversation(3)
+        states = StreamStateStore(DocumentStore(ov))
+        impatient = TranscriptWriter(slow_ov, StreamStateStore(DocumentStore(slow_ov)), append_timeout=1.0)
+        plan = whole_transcript(transcript)
+        held = proxy.hold(APPEND_PATH, delay=3.0)
+        answered = await impatient.write(identity, plan, COUNTER)  # type: ignore[arg-type]
+        assert len(answered.persisted) == len(transcript)
+        if completed_by == "next-delivery":
+            await asyncio.sleep(1.5)  # the owner gave up on its append: the claim is marked
+            again = await TranscriptWriter(ov, states).write(identity, plan, COUNTER)  # type: ignore[arg-type]
+            assert again.persisted == []
+        await impatient.drain()
+        assert held.delivered.is_set()
+        await assert_once_in_order(ov, identity_msg, len(transcript))
+        final = await settled_stream_state(states, identity)
+        assert final.last_sequence == len(transcript) - 1 and final.turns_since_compaction == 3
 
 
 async def test_5_concurrent_and_duplicated_deliveries_over_two_replicas(capture_stack: CaptureStack) -> None:
