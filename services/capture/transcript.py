@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -54,30 +53,25 @@ from typing import Any, TypeVar
 
 from services.capture.claim_counts import landed_release, message_counts
 from services.capture.claim_repair import ClaimRepair
+from services.capture.claim_taking import ClaimTaker
 from services.capture.claims import (
     APPEND_TIMEOUT_SECONDS,
     LATE_LANDING_GRACE_SECONDS,
-    STALE_CLAIM_SECONDS,
     Candidate,
     ClaimHolder,
     ClaimPlan,
-    Packer,
     Planner,
-    claimer,
-    is_stale,
     unsettled_under,
 )
-from services.capture.landed_claims import worth_reading_back
+from services.capture.host_ids import drop_known_host_ids
 from services.capture.outbox import packer, unsent
 from services.capture.outbox_sweep import OutboxSweep
 from services.capture.releases import OwedReleases, StreamKey, stream_key
 from services.compaction.transcript import session_turns
-from shared.domain.envelope import HOST_ID_PREFIX, openviking_message
+from shared.domain.envelope import openviking_message
 from shared.domain.identity import RequestIdentity
 from shared.domain.stream_state import Outbox, PendingWrite, StreamState, StreamStateStore, utc_now
-from shared.errors import Aborted, BackendNotFound
 from shared.openviking.client import OpenVikingClient
-from shared.openviking.models.sessions import SessionMessage
 from shared.openviking.tenant import Tenant
 from shared.tokens import TokenCounter
 
@@ -90,12 +84,6 @@ T = TypeVar("T")
 OUTBOX_RETRY_SECONDS = LATE_LANDING_GRACE_SECONDS + 0.5
 """How long after its failed append the owner of an answered claim completes it from its outbox
 (unless the stream's next call did it first)."""
-CLAIM_POLL_SECONDS = 0.03
-CLAIM_WAIT_ON_OWN_SECONDS = 1.0
-"""Longest a claim waits on this replica's own append on the stream before looking again."""
-MAX_CLAIM_WAIT_SECONDS = STALE_CLAIM_SECONDS + 5.0
-READ_ALL_TOKEN_BUDGET = 100_000_000
-"""Token budget for reading every live message of a session."""
 
 
 ReleaseHook = Callable[[StreamState], bool]
@@ -172,6 +160,9 @@ class TranscriptWriter:
         self.sweep = OutboxSweep(states, self._repair.repair, clock)
         self._jobs: set[asyncio.Task[Any]] = set()
         self._appending: dict[StreamKey, asyncio.Task[Any]] = {}
+        self._claims = ClaimTaker(
+            states, self._releases, self._repair, lambda who: self._appending.get(stream_key(who)), clock
+        )
 
     @property
     def running(self) -> int:
@@ -216,7 +207,7 @@ class TranscriptWriter:
         a task of this replica whatever happens to the caller (deadline, cancellation).
         """
         self.sweep.served(identity, counter)
-        claim, plan, state = await self._claim(
+        claim, plan, state = await self._claims.take(
             identity,
             planner,
             counter,
@@ -359,8 +350,8 @@ class TranscriptWriter:
             new_last = plan.end
             try:
                 if dedupe_host_ids:
-                    kept, duplicates = await self._drop_known_host_ids(
-                        identity.tenant, claim.session_id, kept
+                    kept, duplicates = await drop_known_host_ids(
+                        self._ov, identity.tenant, claim.session_id, kept
                     )
                     # Renumber: positions are only stable for AfterTurn; Ingest continues the stream.
                     kept = [replace(c, sequence=plan.start + i) for i, c in enumerate(kept)]
@@ -403,104 +394,3 @@ class TranscriptWriter:
                 if plan.start <= turn.sequence <= plan.end:
                     found.add(turn.sequence)
         return found
-
-    async def _claim(
-        self,
-        identity: RequestIdentity,
-        planner: Planner,
-        counter: TokenCounter,
-        deadline: float | None,
-        *,
-        count_known: bool,
-        pack: Packer | None,
-    ) -> tuple[PendingWrite | None, ClaimPlan | None, StreamState]:
-        give_up = time.monotonic() + MAX_CLAIM_WAIT_SECONDS
-        if deadline is not None:
-            give_up = min(give_up, deadline - 0.5)
-        read_back: PendingWrite | None = None
-        while True:
-            now = self._clock()
-            made: list[tuple[PendingWrite, ClaimPlan]] = []
-            claim = claimer(
-                planner,
-                now,
-                made,
-                lambda current: self._releases.fold(identity, current),
-                count_known=count_known,
-                pack=pack,
-            )
-            async with self._releases.claiming(identity):
-                try:
-                    state, written = await self._states.update(identity, claim, deadline=deadline)
-                except Aborted:  # contended: other writers won every round; a claim may wait longer
-                    if time.monotonic() >= give_up:
-                        raise
-                    await asyncio.sleep(CLAIM_POLL_SECONDS)
-                    continue
-                self._releases.observe(identity, state)
-            if written and made:
-                pending, plan = made[0]
-                return pending, plan, state
-            if written:
-                return None, None, state  # only the release owed was written: nothing left to claim
-            if state.pending_write is None:
-                return None, None, state  # nothing left to claim: all of it is someone else's
-            if is_stale(state.pending_write, now):
-                await self._repair.repair(identity, state.pending_write, counter, deadline=deadline)
-                continue
-            held = state.pending_write
-            if held.outbox is not None and planner(state) is None:
-                return None, None, state  # all of it is in a claim with an outbox: it is completed
-            if held != read_back and worth_reading_back(held, now):
-                read_back = held  # once per claim version: a live owner refreshes it
-                if await self._repair.settle_landed(identity, held, counter, deadline):
-                    continue
-            if time.monotonic() >= give_up:
-                raise Aborted(f"stream {identity.buffer_key} is busy with another write; retry the call")
-            await self._wait_for_claim(identity, give_up)
-
-    async def _wait_for_claim(self, identity: RequestIdentity, give_up: float) -> None:
-        """Until the stream's claim may be gone: the end of this replica's append on the stream
-        (the host's next turn right after an answered one), else one poll interval."""
-        running = self._appending.get(stream_key(identity))
-        if running is None:
-            await asyncio.sleep(CLAIM_POLL_SECONDS)
-            return
-        await asyncio.wait(
-            [running], timeout=min(CLAIM_WAIT_ON_OWN_SECONDS, max(0.0, give_up - time.monotonic()))
-        )
-
-    async def session_messages(
-        self, tenant: Tenant, session_id: str, deadline: float | None
-    ) -> list[SessionMessage]:
-        """Every live message of a session (none when it does not exist yet)."""
-        try:
-            context = await self._ov.get_session_context(
-                tenant, session_id, token_budget=READ_ALL_TOKEN_BUDGET, deadline=deadline
-            )
-        except BackendNotFound:
-            return []
-        return list(context.messages)
-
-    async def _drop_known_host_ids(
-        self, tenant: Tenant, session_id: str, candidates: list[Candidate]
-    ) -> tuple[list[Candidate], int]:
-        if not any(c.message is not None and c.message.id for c in candidates):
-            return candidates, 0
-        known = {
-            ident[len(HOST_ID_PREFIX) :]
-            for stored in await self.session_messages(tenant, session_id, None)
-            for ident in stored.source_message_ids
-            if ident.startswith(HOST_ID_PREFIX) and len(ident) > len(HOST_ID_PREFIX)
-        }
-        kept: list[Candidate] = []
-        duplicates = 0
-        for candidate in candidates:
-            host_id = candidate.message.id if candidate.message is not None else ""
-            if host_id and host_id in known:
-                duplicates += 1
-                continue
-            if host_id:
-                known.add(host_id)
-            kept.append(candidate)
-        return kept, duplicates

@@ -10,7 +10,7 @@ import pytest
 from contextengine.v1 import capture_pb2, checkpoint_pb2, common_pb2, compaction_pb2, packet_pb2
 from grpc import aio
 
-from services.capture.transcript import READ_ALL_TOKEN_BUDGET
+from services.capture.host_ids import READ_ALL_TOKEN_BUDGET
 from shared.config import load_settings
 from shared.domain.documents import DocumentStore
 from shared.domain.envelope import persisted_turn, turn_envelope

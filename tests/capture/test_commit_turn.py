@@ -18,7 +18,8 @@ from contextengine.v1 import capture_pb2, common_pb2
 from grpc import aio
 
 from services.capture.compaction_client import CompactionNudger
-from services.capture.transcript import READ_ALL_TOKEN_BUDGET, TranscriptWriter
+from services.capture.host_ids import READ_ALL_TOKEN_BUDGET
+from services.capture.transcript import TranscriptWriter
 from services.capture.triggers import TriggerThresholds
 from services.capture.turns import FencedTurn, TurnCapture
 from shared.config import Settings, load_settings
