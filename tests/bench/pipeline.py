@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import time
 from pathlib import Path
@@ -21,6 +22,7 @@ from contextengine.v1 import (
 from shared.localstack.stack import LocalStack
 from shared.tokens import TokenCounter
 from tests.bench.common import MODEL, SpanWindows, Stubs, log, rounded
+from tests.bench.cpu import CpuMeter, per_turn_ms
 from tests.bench.engine import GRPC_OPTIONS, peak_rss_mb, start_engine, stop_engine
 from tests.bench.phases.assembly import phase_assembly
 from tests.bench.phases.compaction import phase_compaction
@@ -31,6 +33,9 @@ from tests.bench.report.markdown import machine_info
 from tests.bench.report.spans import route_summary, wrapped_summary
 from tests.bench.traces import SpanSink
 from tests.bench.workload import generate
+
+QUIET_BEFORE_READING = ("openviking", "embeddings")
+"""A traffic phase's CPU is read once these went quiet: the turn index embeds after the answers."""
 
 
 async def run_bench(
@@ -98,18 +103,29 @@ async def run_bench(
             report["store"] = await store_facts(stubs, workload, args)
             report["concurrency"] = []
             report["openviking_raw"] = []
+            meter = CpuMeter(
+                {f"engine:{name}": p.process.pid for name, p in procs.items()}
+                | {m.spec.name: m.pid for m in stack.processes},
+                alone={"bench client": os.getpid()},
+            )
             for level in args.concurrency:
                 log(f"replaying {len(workload.sessions)}×{args.turns} at concurrency {level}")
                 window_start = time.time_ns()
+                before = meter.snapshot()
                 result, _ = await phase_concurrency(stubs, workload, level, args, counter)
                 spans.phases.append((f"concurrency {level}", window_start, time.time_ns()))
+                await meter.quiet(*QUIET_BEFORE_READING)
+                result["cpu_ms_per_turn"] = per_turn_ms(meter.since(before), result["turns"])
                 report["concurrency"].append(result)
                 log(
                     f"  {result['turns']} turns in {result['wall_s']} s; errors "
                     f"{ {k: v['errors'] for k, v in result['ops'].items()} }"
                 )
                 log(f"OpenViking-only equivalent at concurrency {level}")
+                before = meter.snapshot()
                 raw = await phase_openviking_raw(http, workload, level, args)
+                await meter.quiet(*QUIET_BEFORE_READING)
+                raw["cpu_ms_per_turn"] = per_turn_ms(meter.since(before), raw["turns"])
                 report["openviking_raw"].append(raw)
                 log(f"  {raw['turns']} turns in {raw['wall_s']} s")
             if args.memories > 0 and args.assembly_turns > 0:

@@ -58,7 +58,13 @@ def summary_table(report: dict[str, Any]) -> str:
             f"{fmt(t.get('over_budget_assembled_tokens_mean'))} / "
             f"{fmt(t.get('over_budget_transcript_tokens_mean'))} |"
         )
-    out += growth_table(report) + assembly_tables(report) + profile_table(report) + compaction_table(report)
+    out += (
+        cpu_table(report)
+        + growth_table(report)
+        + assembly_tables(report)
+        + profile_table(report)
+        + compaction_table(report)
+    )
     wrapped = report.get("wrapped", [])
     if wrapped:
         out += [
@@ -237,4 +243,36 @@ def compaction_table(report: dict[str, Any]) -> list[str]:
             f"| {info.get('sessions')} | {fmt(ex['p50_ms'])} | {fmt(ex['p95_ms'])} | {fmt(ex['p99_ms'])} "
             f"| {fmt(info.get('turns_returned_mean'))} |",
         ]
+    return lines
+
+
+CPU_PARTS = (
+    "engine:capture",
+    "engine:assembly",
+    "engine:compaction",
+    "openviking",
+    "embeddings",
+    "bench client",
+)
+
+
+def cpu_table(report: dict[str, Any]) -> list[str]:
+    """CPU ms per turn by process: the engine's traffic beside the OpenViking-only equivalent."""
+    rows = [("engine", level) for level in report.get("concurrency", [])]
+    rows += [("OpenViking only", level) for level in report.get("openviking_raw", [])]
+    rows = [(who, level) for who, level in rows if level.get("cpu_ms_per_turn")]
+    if not rows:
+        return []
+    lines = [
+        "",
+        "CPU ms per turn by process (background work included: read once OpenViking and the "
+        "embedder were quiet again; bench client: the bench process alone, its span receiver included):",
+        "",
+        "| traffic | conc | " + " | ".join(CPU_PARTS) + " | total |",
+        "|---|---:|" + "---:|" * (len(CPU_PARTS) + 1),
+    ]
+    for who, level in rows:
+        cpu = level["cpu_ms_per_turn"]
+        cells = " | ".join(fmt(cpu.get(part)) for part in CPU_PARTS)
+        lines.append(f"| {who} | {level['concurrency']} | {cells} | {fmt(cpu.get('total'))} |")
     return lines
