@@ -103,6 +103,7 @@ async def run_bench(
             report["store"] = await store_facts(stubs, workload, args)
             report["concurrency"] = []
             report["openviking_raw"] = []
+            report["openviking_raw_indexed"] = []
             meter = CpuMeter(
                 {f"engine:{name}": p.process.pid for name, p in procs.items()}
                 | {m.spec.name: m.pid for m in stack.processes},
@@ -128,6 +129,13 @@ async def run_bench(
                 raw["cpu_ms_per_turn"] = per_turn_ms(meter.since(before), raw["turns"])
                 report["openviking_raw"].append(raw)
                 log(f"  {raw['turns']} turns in {raw['wall_s']} s")
+                log(f"the same, each exchange also written to the turn index, at concurrency {level}")
+                before = meter.snapshot()
+                indexed = await phase_openviking_raw(http, workload, level, args, index_turns=True)
+                await meter.quiet(*QUIET_BEFORE_READING)
+                indexed["cpu_ms_per_turn"] = per_turn_ms(meter.since(before), indexed["turns"])
+                report["openviking_raw_indexed"].append(indexed)
+                log(f"  {indexed['turns']} turns in {indexed['wall_s']} s")
             if args.memories > 0 and args.assembly_turns > 0:
                 log(
                     f"assembly: {args.memories} memories, {args.assembly_turns}-turn session, "

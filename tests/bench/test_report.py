@@ -77,3 +77,18 @@ def test_targets_compare_with_the_same_run_and_say_what_is_not_measured() -> Non
     ]
     assert (targets[0].measured, targets[0].baseline) == (65.0, 50.0)
     assert "not measured" in "\n".join(targets_table(report))
+
+
+def test_the_indexed_baseline_is_context_beside_the_targets_not_one_of_them() -> None:
+    report = {
+        "concurrency": [{"concurrency": 8, "turns_per_s": 6.0}],
+        "openviking_raw": [{"concurrency": 8, "turns_per_s": 15.0}],
+        "openviking_raw_indexed": [{"concurrency": 8, "turns_per_s": 7.5}],
+    }
+    turns_target = issue_targets(report)[-1]
+    assert (turns_target.ratio, turns_target.met) == (0.4, False)  # the issue's baseline stays
+    context = [line for line in targets_table(report) if line.startswith("| not a target")]
+    assert len(context) == 1
+    assert "| 6.0 | 7.5 | 0.80 |" in context[0]
+    without = {k: v for k, v in report.items() if k != "openviking_raw_indexed"}
+    assert not any(line.startswith("| not a target") for line in targets_table(without))

@@ -9,6 +9,7 @@ import asyncio
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
@@ -19,6 +20,7 @@ from contextengine.v1 import (
 )
 
 from shared.domain.messages import message_texts
+from shared.domain.turn_index import TURN_INDEX_ROOT, TURN_TAG, IndexedMessage, turn_documents
 from shared.tokens import TokenCounter
 from tests.bench.common import (
     AGENT,
@@ -34,7 +36,7 @@ from tests.bench.common import (
     turn_messages,
     turn_plain_messages,
 )
-from tests.bench.workload import Session, Workload
+from tests.bench.workload import Session, Turn, Workload
 
 
 @dataclass
@@ -155,20 +157,32 @@ async def phase_concurrency(
 
 
 async def phase_openviking_raw(
-    http: httpx.AsyncClient, workload: Workload, level: int, args: argparse.Namespace
+    http: httpx.AsyncClient,
+    workload: Workload,
+    level: int,
+    args: argparse.Namespace,
+    *,
+    index_turns: bool = False,
 ) -> dict[str, Any]:
-    """The OpenViking calls behind a turn, made directly: what OpenViking alone costs."""
+    """The OpenViking calls behind a turn, made directly: what OpenViking alone costs.
+
+    With `index_turns`, each turn's exchange is also written as the engine's turn-index document
+    (same text, same folder, `wait=false`): OpenViking alone doing what lets the engine recall
+    conversation without an LLM, so the engine's overhead shows apart from that feature's cost.
+    """
     rec = Recorder()
     stop_at = time.monotonic() + args.level_seconds / 3
+    prefix = "rawix" if index_turns else "raw"
 
     def memories_find(user: str, query: str, **extra: Any) -> Awaitable[Any]:
         body = {"query": query, "target_uri": "viking://~/memories", "limit": 12, "score_threshold": 0.0}
         return rec.time("ov.find", ov_call(http, "POST", "/api/v1/search/find", user, json=body | extra))
 
     async def worker(session: Session) -> int:
-        session_id = f"raw{level}-{session.session_id}"
+        session_id = f"{prefix}{level}-{session.session_id}"
         user = session.user_id
         done = 0
+        sequence = 0
         for turn in session.turns:
             if time.monotonic() > stop_at:
                 break
@@ -201,6 +215,9 @@ async def phase_openviking_raw(
                     json={"messages": [ov_message_body(r, t) for r, t in zip(roles, texts, strict=True)]},
                 ),
             )
+            if index_turns:
+                await rec.time("ov.turn_index_write", _index_turn(http, user, session_id, turn, sequence))
+            sequence += len(texts)
             done += 1
         return done
 
@@ -212,6 +229,24 @@ async def phase_openviking_raw(
         "turns_per_s": rounded(turns / wall if wall else 0.0),
         "ops": rec.summary(),
     }
+
+
+async def _index_turn(http: httpx.AsyncClient, user: str, session_id: str, turn: Turn, first: int) -> Any:
+    """The engine's turn-index document of `turn` (`shared.domain.turn_index`), written as capture
+    writes it."""
+    user_message, rest = turn_messages(turn, session_id)
+    messages = [IndexedMessage(first + i, m) for i, m in enumerate([user_message, *rest])]
+    operations = [
+        {"uri": d.uri, "content": d.content, "mode": "replace", "tags": [TURN_TAG]}
+        for d in turn_documents(session_id, messages, datetime.now(UTC))
+    ]
+    body = {"root_uri": TURN_INDEX_ROOT, "operations": operations, "wait": False}
+    answer = await ov_call(http, "POST", "/api/v1/content/batch-write", user, json=body)
+    if (answer.get("error") or {}).get("code") != "NOT_FOUND":
+        return answer
+    # The user's first exchange: the index folder does not exist yet (as in TurnIndexWriter).
+    await ov_call(http, "POST", "/api/v1/fs/mkdir", user, json={"uri": TURN_INDEX_ROOT})
+    return await ov_call(http, "POST", "/api/v1/content/batch-write", user, json=body)
 
 
 async def store_facts(stubs: Stubs, workload: Workload, args: argparse.Namespace) -> dict[str, Any]:

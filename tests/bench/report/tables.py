@@ -42,16 +42,19 @@ def summary_table(report: dict[str, Any]) -> str:
         )
     out = [*targets_table(report)[1:], "", "\n".join(lines), ""]
     out.append(
-        "| concurrency | turns | wall s | turns/s | RPC/s | OpenViking-only turns/s | assembled tok/turn | "
+        "| concurrency | turns | wall s | turns/s | RPC/s | OpenViking-only turns/s "
+        "| OpenViking-only + turn index turns/s | assembled tok/turn | "
         "transcript tok/turn | assembled/transcript | turns over budget: assembled / transcript tok |"
     )
-    out.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    out.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    indexed = {r["concurrency"]: r for r in report.get("openviking_raw_indexed", [])}
     for level in report.get("concurrency", []):
         t = level.get("tokens", {})
         rawl = raw.get(level["concurrency"], {})
         out.append(
             f"| {level['concurrency']} | {level['turns']} | {fmt(level['wall_s'])} "
             f"| {fmt(level['turns_per_s'])} | {fmt(level['rpcs_per_s'])} | {fmt(rawl.get('turns_per_s'))} "
+            f"| {fmt(indexed.get(level['concurrency'], {}).get('turns_per_s'))} "
             f"| {fmt(t.get('assembled_tokens_mean'))} | "
             f"{fmt(t.get('transcript_tokens_mean'))} | {fmt(t.get('assembled_over_transcript_mean'))} | "
             f"{t.get('turns_transcript_over_budget', 0)}: "
@@ -260,6 +263,7 @@ def cpu_table(report: dict[str, Any]) -> list[str]:
     """CPU ms per turn by process: the engine's traffic beside the OpenViking-only equivalent."""
     rows = [("engine", level) for level in report.get("concurrency", [])]
     rows += [("OpenViking only", level) for level in report.get("openviking_raw", [])]
+    rows += [("OpenViking only + turn index", level) for level in report.get("openviking_raw_indexed", [])]
     rows = [(who, level) for who, level in rows if level.get("cpu_ms_per_turn")]
     if not rows:
         return []

@@ -129,6 +129,14 @@ def targets_table(report: dict[str, Any]) -> list[str]:
         "| 2 OpenViking shards: tenants split, per-shard numbers, one shard killed -> 0 errors on the "
         "other | measured by `python -m tests.bench.shards` (`make bench`, after this one) | — | — | — | — |"
     )
+    stack = _by_concurrency(report.get("concurrency", []), 8).get("turns_per_s")
+    indexed = _by_concurrency(report.get("openviking_raw_indexed", []), 8).get("turns_per_s")
+    if stack is not None and indexed:
+        lines.append(
+            "| not a target, for context: stack turns/s at 8 callers against OpenViking alone that also "
+            f"writes each exchange to the turn index | {fmt(stack)} | {fmt(indexed)} | {stack / indexed:.2f} "
+            "| — | — |"
+        )
     return lines
 
 
