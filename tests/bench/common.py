@@ -259,6 +259,9 @@ class SpanWindows:
     """(phase, start ns, end ns) for the engine-own vs OpenViking split."""
     routes: list[tuple[str, str, int, int]] = field(default_factory=list)
     """(label, RPC method, start ns, end ns) for the OpenViking calls inside those RPCs."""
+    traffic: list[tuple[str, int, int, int]] = field(default_factory=list)
+    """(label, start ns, end ns, turns) of a traffic phase and its background work: every
+    OpenViking call the services made in it, per turn."""
 
 
 def expand_queries(session: Session, rng_seed: int, n: int) -> list[str]:

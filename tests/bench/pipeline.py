@@ -30,7 +30,7 @@ from tests.bench.phases.growth import phase_growth, phase_growth_raw
 from tests.bench.phases.recall import phase_recall
 from tests.bench.phases.traffic import phase_concurrency, phase_openviking_raw, store_facts
 from tests.bench.report.markdown import machine_info
-from tests.bench.report.spans import route_summary, wrapped_summary
+from tests.bench.report.spans import calls_per_turn, route_summary, wrapped_summary
 from tests.bench.traces import SpanSink
 from tests.bench.workload import generate
 
@@ -117,6 +117,7 @@ async def run_bench(
                 spans.phases.append((f"concurrency {level}", window_start, time.time_ns()))
                 await meter.quiet(*QUIET_BEFORE_READING)
                 result["cpu_ms_per_turn"] = per_turn_ms(meter.since(before), result["turns"])
+                spans.traffic.append((f"concurrency {level}", window_start, time.time_ns(), result["turns"]))
                 report["concurrency"].append(result)
                 log(
                     f"  {result['turns']} turns in {result['wall_s']} s; errors "
@@ -175,5 +176,6 @@ async def run_bench(
             snapshot = sink.snapshot()
             report["wrapped"] = wrapped_summary(snapshot, spans.phases)
             report["openviking_routes"] = route_summary(snapshot, spans.routes)
+            report["openviking_calls_per_turn"] = calls_per_turn(snapshot, spans.traffic)
             sink.stop()
     return report

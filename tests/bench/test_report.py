@@ -6,6 +6,8 @@ from typing import Any
 
 from tests.bench.phases.assembly import memory_texts
 from tests.bench.phases.growth import early_late, shortened
+from tests.bench.report.spans import calls_per_turn
+from tests.bench.report.tables import calls_table
 from tests.bench.report.targets import issue_targets, targets_table
 from tests.bench.traces import SERVER_KIND, SpanRecord, client_spans
 from tests.bench.workload import generate
@@ -92,3 +94,26 @@ def test_the_indexed_baseline_is_context_beside_the_targets_not_one_of_them() ->
     assert "| 6.0 | 7.5 | 0.80 |" in context[0]
     without = {k: v for k, v in report.items() if k != "openviking_raw_indexed"}
     assert not any(line.startswith("| not a target") for line in targets_table(without))
+
+
+def test_calls_per_turn_counts_every_openviking_span_in_the_window_by_route() -> None:
+    spans = [
+        SpanRecord(b"a", "/contextengine.v1.CaptureService/AfterTurn", SERVER_KIND, 100, 300),
+        SpanRecord(b"a", "openviking POST /api/v1/content/batch-write", 3, 110, 200),
+        SpanRecord(
+            b"b", "openviking POST /api/v1/sessions/{id}/messages/batch", 3, 400, 500
+        ),  # after the answer
+        SpanRecord(b"c", "openviking POST /api/v1/content/batch-write", 3, 600, 700),
+        SpanRecord(b"d", "openviking POST /api/v1/search/find", 3, 5000, 5100),  # another window
+    ]
+    got = calls_per_turn(spans, [("concurrency 1", 0, 1000, 2), ("none", 0, 1000, 0)])
+    assert got == {
+        "concurrency 1": {
+            "POST /api/v1/content/batch-write": 1.0,
+            "POST /api/v1/sessions/{id}/messages/batch": 0.5,
+            "all": 1.5,
+        }
+    }
+    table = calls_table({"openviking_calls_per_turn": got})
+    assert "| POST /api/v1/content/batch-write | 1.0 |" in table
+    assert table[-1] == "| all | 1.5 |"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from tests.bench.common import percentile, rounded, stats
@@ -59,4 +60,23 @@ def wrapped_summary(spans: list[SpanRecord], windows: list[tuple[str, int, int]]
                     ),
                 }
             )
+    return out
+
+
+def calls_per_turn(
+    spans: list[SpanRecord], windows: list[tuple[str, int, int, int]]
+) -> dict[str, dict[str, float]]:
+    """Per traffic window: every OpenViking call the services started in it (inside an RPC or
+    after its answer), by route, per turn; `all` is their sum."""
+    out: dict[str, dict[str, float]] = {}
+    for label, start, end, turns in windows:
+        if not turns:
+            continue
+        routes = Counter(
+            s.name.removeprefix("openviking ")
+            for s in spans
+            if s.name.startswith("openviking ") and start <= s.start_ns <= end
+        )
+        per_turn = {route: rounded(n / turns, 2) for route, n in routes.most_common()}
+        out[label] = {**per_turn, "all": rounded(sum(routes.values()) / turns, 2)}
     return out

@@ -279,4 +279,26 @@ def cpu_table(report: dict[str, Any]) -> list[str]:
         cpu = level["cpu_ms_per_turn"]
         cells = " | ".join(fmt(cpu.get(part)) for part in CPU_PARTS)
         lines.append(f"| {who} | {level['concurrency']} | {cells} | {fmt(cpu.get('total'))} |")
+    return lines + calls_table(report)
+
+
+def calls_table(report: dict[str, Any]) -> list[str]:
+    """Every OpenViking call the services made per turn in the traffic phases, by route."""
+    windows = report.get("openviking_calls_per_turn", {})
+    if not windows:
+        return []
+    labels = list(windows)
+    routes = [r for r in next(iter(windows.values())) if r != "all"]
+    routes += sorted({r for w in windows.values() for r in w if r != "all" and r not in routes})
+    lines = [
+        "",
+        "OpenViking calls per turn made by the services in the traffic phases (inside an RPC or after "
+        "its answer; from their spans):",
+        "",
+        "| route | " + " | ".join(labels) + " |",
+        "|---|" + "---:|" * len(labels),
+    ]
+    for route in [*routes, "all"]:
+        cells = " | ".join(fmt(windows[label].get(route)) for label in labels)
+        lines.append(f"| {route} | {cells} |")
     return lines
