@@ -28,7 +28,12 @@ from tests.bench.phases.assembly import phase_assembly
 from tests.bench.phases.compaction import phase_compaction
 from tests.bench.phases.growth import phase_growth, phase_growth_raw
 from tests.bench.phases.recall import phase_recall
-from tests.bench.phases.traffic import phase_concurrency, phase_openviking_raw, store_facts
+from tests.bench.phases.traffic import (
+    phase_concurrency,
+    phase_openviking_raw,
+    prepare_indexed_users,
+    store_facts,
+)
 from tests.bench.report.markdown import machine_info
 from tests.bench.report.spans import calls_per_turn, route_summary, wrapped_summary
 from tests.bench.traces import SpanSink
@@ -109,6 +114,8 @@ async def run_bench(
                 | {m.spec.name: m.pid for m in stack.processes},
                 alone={"bench client": os.getpid()},
             )
+            await prepare_indexed_users(http, workload)
+            await meter.quiet(*QUIET_BEFORE_READING)
             for level in args.concurrency:
                 log(f"replaying {len(workload.sessions)}×{args.turns} at concurrency {level}")
                 window_start = time.time_ns()

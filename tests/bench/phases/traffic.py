@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
@@ -169,6 +170,8 @@ async def phase_openviking_raw(
     With `index_turns`, each turn's exchange is also written as the engine's turn-index document
     (same text, same folder, `wait=false`): OpenViking alone doing what lets the engine recall
     conversation without an LLM, so the engine's overhead shows apart from that feature's cost.
+    Those documents go to users of their own (`indexed_user`, created by `prepare_indexed_users`),
+    so that they never show up in the engine's recall of the same users.
     """
     rec = Recorder()
     stop_at = time.monotonic() + args.level_seconds / 3
@@ -180,7 +183,7 @@ async def phase_openviking_raw(
 
     async def worker(session: Session) -> int:
         session_id = f"{prefix}{level}-{session.session_id}"
-        user = session.user_id
+        user = indexed_user(session.user_id) if index_turns else session.user_id
         done = 0
         sequence = 0
         for turn in session.turns:
@@ -229,6 +232,20 @@ async def phase_openviking_raw(
         "turns_per_s": rounded(turns / wall if wall else 0.0),
         "ops": rec.summary(),
     }
+
+
+def indexed_user(user_id: str) -> str:
+    """The user whose memories hold the indexed OpenViking-only phase's documents."""
+    return f"{user_id}-ov-index"
+
+
+async def prepare_indexed_users(http: httpx.AsyncClient, workload: Workload) -> None:
+    """Create the indexed phase's users and their index folder before it is timed (OpenViking
+    sets up a new user's preset folders on its first write, which takes seconds)."""
+    for user_id in sorted({s.user_id for s in workload.sessions}):
+        user = indexed_user(user_id)
+        with contextlib.suppress(RuntimeError):  # already there
+            await ov_call(http, "POST", "/api/v1/fs/mkdir", user, json={"uri": TURN_INDEX_ROOT})
 
 
 async def _index_turn(http: httpx.AsyncClient, user: str, session_id: str, turn: Turn, first: int) -> Any:
