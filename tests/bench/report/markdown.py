@@ -64,6 +64,15 @@ How to read it:
   concurrently (the *assemble equivalent*) and one `messages/batch` (the *after-turn equivalent*).
   *Engine overhead* = engine p50 − OpenViking-only p50: the engine's gRPC, validation, packing,
   token counting and the extra calls it makes beyond the equivalent.
+- **OpenViking-only + turn index** adds, per turn, the engine's turn-index document of the
+  exchange (`content/batch-write`, wait=false, same text and folder, users of its own): OpenViking
+  alone doing what lets the engine recall conversation without an LLM. It is context, not the
+  issue's baseline.
+- **CPU ms per turn by process**: user + system CPU from `/proc` over the phase, read once
+  OpenViking and the embedder are quiet again (the turn index embeds after the answers), divided
+  by the phase's turns. The *OpenViking calls per turn* table counts the services' client spans
+  started in the same window, inside an RPC or after its answer (releases, appends, turn index,
+  compactions the triggers hand off).
 - **assembled tok/turn** counts (with `shared.tokens.TokenCounter`) what `Assemble` returned,
   against the whole transcript up to that turn.
 - **Hit rate**: a planted fact's unique needle appears in the context. `engine_new_session` asks in a
