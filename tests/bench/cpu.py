@@ -20,6 +20,8 @@ TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK")
 QUIET_SHARE = 0.1
 """Below this share of one core over a look, a process counts as quiet (OpenViking idles at ~3%)."""
 QUIET_LOOK_SECONDS = 0.5
+QUIET_LOOKS = 2
+"""Quiet looks in a row: OpenViking's queues work in bursts."""
 QUIET_CAP_SECONDS = 30.0
 
 
@@ -53,16 +55,17 @@ class CpuMeter:
         now = self.snapshot()
         return {name: now[name] - before.get(name, 0.0) for name in now}
 
-    async def quiet(self, *names: str) -> float:
-        """Wait until every named process uses under `QUIET_SHARE` of a core (at most
-        `QUIET_CAP_SECONDS`); the seconds waited."""
+    async def quiet(self, *names: str, cap: float = QUIET_CAP_SECONDS) -> float:
+        """Wait until every named process has used under `QUIET_SHARE` of a core over
+        `QUIET_LOOKS` looks in a row (at most `cap` seconds); the seconds waited."""
         start = time.monotonic()
         last = self.snapshot()
-        while time.monotonic() - start < QUIET_CAP_SECONDS:
+        quiet_looks = 0
+        while quiet_looks < QUIET_LOOKS and time.monotonic() - start < cap:
             await asyncio.sleep(QUIET_LOOK_SECONDS)
             now = self.snapshot()
-            if all(now[n] - last[n] < QUIET_SHARE * QUIET_LOOK_SECONDS for n in names):
-                break
+            quiet = all(now[n] - last[n] < QUIET_SHARE * QUIET_LOOK_SECONDS for n in names)
+            quiet_looks = quiet_looks + 1 if quiet else 0
             last = now
         return time.monotonic() - start
 

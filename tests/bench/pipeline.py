@@ -41,6 +41,8 @@ from tests.bench.workload import generate
 
 QUIET_BEFORE_READING = ("openviking", "embeddings")
 """A traffic phase's CPU is read once these went quiet: the turn index embeds after the answers."""
+SETTLE_CAP_SECONDS = 240.0
+"""Longest wait for the assembly phase's seeded memories and ingested exchanges to be embedded."""
 
 
 async def run_bench(
@@ -149,7 +151,14 @@ async def run_bench(
                     f"assembly: {args.memories} memories, {args.assembly_turns}-turn session, "
                     f"concurrency {args.concurrency}"
                 )
-                report["assembly"] = await phase_assembly(stubs, http, args, counter, spans)
+                report["assembly"] = await phase_assembly(
+                    stubs,
+                    http,
+                    args,
+                    counter,
+                    spans,
+                    settle=lambda: meter.quiet(*QUIET_BEFORE_READING, cap=SETTLE_CAP_SECONDS),
+                )
             if args.compact_sessions or args.compact_turns:
                 log("compaction and expand")
                 window_start = time.time_ns()

@@ -42,14 +42,19 @@ def test_a_busy_process_counts_an_idle_one_does_not_and_alone_leaves_children_ou
     assert cpu_seconds(spinner.pid) == 0.0  # gone: nothing to read
 
 
-def test_quiet_waits_for_a_busy_process_only_up_to_the_look() -> None:
+def test_quiet_returns_for_an_idle_process_and_gives_up_on_a_busy_one_at_the_cap() -> None:
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    spinner = subprocess.Popen([sys.executable, "-c", SPIN])
     try:
-        waited = asyncio.run(CpuMeter({"sleeper": sleeper.pid}).quiet("sleeper"))
-        assert waited < 2.0  # quiet at the first look or the second (start-up)
+        meter = CpuMeter({"sleeper": sleeper.pid, "spinner": spinner.pid})
+        waited = asyncio.run(meter.quiet("sleeper"))
+        assert waited < 2.5  # two quiet looks in a row, perhaps after its start-up
+        waited = asyncio.run(meter.quiet("sleeper", "spinner", cap=1.5))
+        assert 1.5 <= waited < 3.0  # never quiet: the cap ends the wait
     finally:
-        sleeper.kill()
-        sleeper.wait()
+        for process in (sleeper, spinner):
+            process.kill()
+            process.wait()
 
 
 @given(

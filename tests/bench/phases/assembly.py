@@ -10,6 +10,7 @@ import json
 import random
 import time
 from collections import defaultdict
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -124,8 +125,11 @@ async def phase_assembly(
     args: argparse.Namespace,
     counter: TokenCounter,
     spans: SpanWindows,
+    *,
+    settle: Callable[[], Awaitable[float]],
 ) -> dict[str, Any]:
-    """Assemble against 1k memories and a persisted 500-turn session, at several concurrencies."""
+    """Assemble against 1k memories and a persisted 500-turn session, at several concurrencies;
+    `settle` waits (and says how long) until OpenViking and the embedder are quiet."""
     out: dict[str, Any] = {"budget": args.assembly_budget}
     log(f"  seeding {args.memories} memories for {MEMORY_USER}")
     out["seed"] = await seed_memories(http, MEMORY_USER, args)
@@ -141,6 +145,9 @@ async def phase_assembly(
         "seconds": rounded(time.perf_counter() - start),
         **rec.summary(),
     }
+    # Ingest indexes the 500 exchanges after its answers and the seeded memories may still be
+    # embedding: time the Assembles and their finds on a machine that has digested both.
+    out["settled_after_s"] = rounded(await settle())
     transcript: list[common_pb2.ConversationMessage] = []
     for turn in session.turns:
         user, rest = turn_messages(turn, session_id)
