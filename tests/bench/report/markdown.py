@@ -92,8 +92,8 @@ How to read it:
 - **Assemble at scale**: {a["memories"]} memories written with `content/write` (wait=false) and waited
   for until findable; a {a["assembly_turns"]}-turn session persisted with `Ingest`; then a wait until
   OpenViking and the embedder are quiet (the session's turn index is embedded after Ingest answers);
-  each call sends the whole transcript plus a new question. *OpenViking* / *engine own* come from the services' spans
-  (below); the route table is every OpenViking call made inside those Assembles.
+  each call sends the whole transcript plus a new question. *OpenViking* / *engine own* come from
+  the services' spans (below); the route table is every OpenViking call made inside those Assembles.
 - **Compact**: each size is ingested twice. The synchronous Compact's latency includes the engine
   waiting (bounded) for OpenViking's phase 2; *OpenViking commit* is the `POST sessions/{{id}}/commit`
   client span inside that RPC (phase 1 on OpenViking's side); the background=true twin returns after
