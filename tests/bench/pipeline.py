@@ -8,6 +8,7 @@ import asyncio
 import os
 import sys
 import time
+from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,16 @@ QUIET_BEFORE_READING = ("openviking", "embeddings")
 """A traffic phase's CPU is read once these went quiet: the turn index embeds after the answers."""
 SETTLE_CAP_SECONDS = 240.0
 """Longest wait for the assembly phase's seeded memories and ingested exchanges to be embedded."""
+
+
+async def with_cpu(meter: CpuMeter, phase: Awaitable[dict[str, Any]]) -> dict[str, Any]:
+    """A traffic phase's result with its CPU per turn by process, read once its background work
+    has ended (the phase's span window closes when its own call returns)."""
+    before = meter.snapshot()
+    result = await phase
+    await meter.quiet(*QUIET_BEFORE_READING)
+    result["cpu_ms_per_turn"] = per_turn_ms(meter.since(before), result["turns"])
+    return result
 
 
 async def run_bench(
@@ -121,11 +132,13 @@ async def run_bench(
             for level in args.concurrency:
                 log(f"replaying {len(workload.sessions)}×{args.turns} at concurrency {level}")
                 window_start = time.time_ns()
-                before = meter.snapshot()
-                result, _ = await phase_concurrency(stubs, workload, level, args, counter)
-                spans.phases.append((f"concurrency {level}", window_start, time.time_ns()))
-                await meter.quiet(*QUIET_BEFORE_READING)
-                result["cpu_ms_per_turn"] = per_turn_ms(meter.since(before), result["turns"])
+
+                async def replayed(level: int = level, window_start: int = window_start) -> dict[str, Any]:
+                    result, _ = await phase_concurrency(stubs, workload, level, args, counter)
+                    spans.phases.append((f"concurrency {level}", window_start, time.time_ns()))
+                    return result
+
+                result = await with_cpu(meter, replayed())
                 spans.traffic.append((f"concurrency {level}", window_start, time.time_ns(), result["turns"]))
                 report["concurrency"].append(result)
                 log(
@@ -133,17 +146,13 @@ async def run_bench(
                     f"{ {k: v['errors'] for k, v in result['ops'].items()} }"
                 )
                 log(f"OpenViking-only equivalent at concurrency {level}")
-                before = meter.snapshot()
-                raw = await phase_openviking_raw(http, workload, level, args)
-                await meter.quiet(*QUIET_BEFORE_READING)
-                raw["cpu_ms_per_turn"] = per_turn_ms(meter.since(before), raw["turns"])
+                raw = await with_cpu(meter, phase_openviking_raw(http, workload, level, args))
                 report["openviking_raw"].append(raw)
                 log(f"  {raw['turns']} turns in {raw['wall_s']} s")
                 log(f"the same, each exchange also written to the turn index, at concurrency {level}")
-                before = meter.snapshot()
-                indexed = await phase_openviking_raw(http, workload, level, args, index_turns=True)
-                await meter.quiet(*QUIET_BEFORE_READING)
-                indexed["cpu_ms_per_turn"] = per_turn_ms(meter.since(before), indexed["turns"])
+                indexed = await with_cpu(
+                    meter, phase_openviking_raw(http, workload, level, args, index_turns=True)
+                )
                 report["openviking_raw_indexed"].append(indexed)
                 log(f"  {indexed['turns']} turns in {indexed['wall_s']} s")
             if args.memories > 0 and args.assembly_turns > 0:
