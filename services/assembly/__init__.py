@@ -8,7 +8,12 @@ from grpc import aio
 from services.assembly.ports import AssemblyBackend
 from services.assembly.request_wire import ASSEMBLE_WIRE
 from services.assembly.servicer import AssemblyService
-from services.assembly.summaries import OpenVikingSessionSummaries, SummarySource, stream_sessions
+from services.assembly.summaries import (
+    OpenVikingSessionSummaries,
+    SummarySource,
+    stream_sessions,
+    stream_sessions_cache,
+)
 from shared.config import Settings
 from shared.domain.documents import DocumentStore
 from shared.domain.memory_changes import MemoryChanges
@@ -42,9 +47,12 @@ def assembly_servicer(
     settings: Settings, client: OpenVikingClient, memory_changes: MemoryChanges | None = None
 ) -> AssemblyService:
     """The servicer over OpenViking, its summaries read from the stream's engine state; cached
-    profiles dropped on `memory_changes`."""
+    profiles and streams' sessions dropped on `memory_changes`."""
     store = StreamStateStore(DocumentStore(client))
-    summaries = OpenVikingSessionSummaries(client, stream_sessions(store))
+    sessions = stream_sessions_cache()
+    if memory_changes is not None:
+        memory_changes.subscribe(sessions.invalidate)
+    summaries = OpenVikingSessionSummaries(client, stream_sessions(store, sessions))
     return AssemblyService(settings, client, summaries, memory_changes)
 
 

@@ -23,7 +23,13 @@ from services.assembly.injection import (
 )
 from services.assembly.packing import RecallPlan, pack_context
 from services.assembly.ports import MemorySearch
-from services.assembly.profile import PROFILE_MAX_TOKENS, ProfileCache, StableProfile, load_stable_profile
+from services.assembly.profile import (
+    PROFILE_MAX_TOKENS,
+    ProfileCache,
+    StableProfile,
+    load_stable_profile,
+    profile_cache,
+)
 from services.assembly.recall import (
     RecallConfig,
     RecallOutcome,
@@ -112,6 +118,8 @@ async def _retrieve(
     max_tokens = (settings.recall_token_budget or PROFILE_MAX_TOKENS * 2) // 2
     profile_task = (
         profiles.get(
+            identity.tenant,
+            (identity.agent_id, max_tokens, settings.recall_max_content_chars),
             lambda: load_stable_profile(
                 client,
                 identity.tenant,
@@ -121,7 +129,6 @@ async def _retrieve(
                 max_item_chars=settings.recall_max_content_chars,
                 deadline=deadline,
             ),
-            (identity.tenant, identity.agent_id, max_tokens, settings.recall_max_content_chars),
         )
         if recall_on
         else None
@@ -199,7 +206,7 @@ async def assemble_context(
         counter=counter,
         budget=budget,
         deadline=deadline,
-        profiles=profiles or ProfileCache(ttl=0.0),
+        profiles=profiles or profile_cache(ttl=0.0),
     )
     outcome = retrieved.recall
     plan = None

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from services.assembly.candidates import agent_tag, merge_candidates
 from services.assembly.memory_rules import memory_line, truncate_content
 from services.assembly.ports import MemorySearch
 from services.assembly.recall import USER_MEMORIES_URI, bounded, describe_failure
+from services.assembly.tenant_cache import TenantCache
 from shared.errors import BackendNotFound
 from shared.openviking.tenant import Tenant
-from shared.sized_cache import SizedCache
 from shared.tokens import TokenCounter
 
 PROFILE_URI = f"{USER_MEMORIES_URI}/profile.md"
@@ -26,15 +26,14 @@ PROFILE_MAX_TOKENS = 1000
 """Profile budget when recallTokenBudget sets none (otherwise half of it, as upstream)."""
 
 
-MAX_CACHED_TENANTS = 10_000
 PROFILE_TTL_SECONDS = 30.0
 """How long an assembly replica reuses a tenant's profile. StoreMemory, ForgetMemory and commits
 made in the same process drop it at once (`shared.domain.memory_changes`); in other processes a
 stored or forgotten preference shows in the profile at most this much later (recall finds it at
 once meanwhile). Saves a `find` (an embedding) per Assemble."""
 
-ProfileKey = tuple[Tenant, str, int, int]
-"""(tenant, agent, token bound, item chars bound)."""
+ProfileKey = tuple[str, int, int]
+"""(agent, token bound, item chars bound), within a tenant."""
 
 
 @dataclass
@@ -43,6 +42,9 @@ class StableProfile:
     uris: frozenset[str] = frozenset()
     """Memories shown in the profile (recall leaves them out)."""
     degraded_reasons: list[str] = field(default_factory=list)
+
+
+ProfileCache = TenantCache[ProfileKey, StableProfile]
 
 
 def _cut_to_tokens(text: str, counter: TokenCounter, max_tokens: int) -> str:
@@ -55,41 +57,11 @@ def _cut_to_tokens(text: str, counter: TokenCounter, max_tokens: int) -> str:
     return text
 
 
-class ProfileCache:
-    """Profiles by (tenant, agent, bounds) for `PROFILE_TTL_SECONDS`; degraded ones are not kept.
-
-    `invalidate(tenant)` drops the tenant's profiles; a load that was in flight meanwhile is
-    returned to its caller but not kept (it may predate the change)."""
-
-    def __init__(self, ttl: float = PROFILE_TTL_SECONDS, clock: Callable[[], float] = time.monotonic) -> None:
-        self._ttl = ttl
-        self._clock = clock
-        self._tenants: SizedCache[Tenant, dict[ProfileKey, tuple[float, StableProfile]]] = SizedCache(
-            MAX_CACHED_TENANTS
-        )
-        self._generations: SizedCache[Tenant, int] = SizedCache(MAX_CACHED_TENANTS)
-        """Invalidations per tenant, to tell a load that raced one."""
-
-    def invalidate(self, tenant: Tenant) -> None:
-        self._tenants.pop(tenant)
-        self._generations.put(tenant, (self._generations.get(tenant) or 0) + 1)
-
-    async def get(self, load: Callable[[], Awaitable[StableProfile]], key: ProfileKey) -> StableProfile:
-        tenant = key[0]
-        now = self._clock()
-        entries = self._tenants.get(tenant)
-        hit = entries.get(key) if entries is not None else None
-        if hit is not None and now - hit[0] < self._ttl:
-            return hit[1]
-        generation = self._generations.get(tenant)
-        profile = await load()
-        if not profile.degraded_reasons and self._generations.get(tenant) == generation:
-            entries = self._tenants.get(tenant)
-            if entries is None:
-                entries = {}
-                self._tenants.put(tenant, entries)
-            entries[key] = (now, profile)
-        return profile
+def profile_cache(
+    ttl: float = PROFILE_TTL_SECONDS, clock: Callable[[], float] = time.monotonic
+) -> ProfileCache:
+    """Profiles by (tenant, agent, bounds) for `ttl`; degraded ones are not kept."""
+    return TenantCache(ttl, keep=lambda profile: not profile.degraded_reasons, clock=clock)
 
 
 async def load_stable_profile(

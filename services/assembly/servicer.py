@@ -16,7 +16,7 @@ from services.assembly.assemble import (
 )
 from services.assembly.envelopes import ENVELOPES, EnvelopeCache
 from services.assembly.ports import AssemblyBackend
-from services.assembly.profile import ProfileCache
+from services.assembly.profile import profile_cache
 from services.assembly.request_wire import ASSEMBLE_WIRE, AssembleWire
 from services.assembly.summaries import SummarySource
 from services.assembly.token_counts import TokenCountCache
@@ -48,7 +48,7 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
         self._token_counts = TokenCountCache()
         self._host_messages = HostMessageCache()
         self._envelopes = EnvelopeCache(ENVELOPES)
-        self._profiles = ProfileCache()
+        self._profiles = profile_cache()
         if memory_changes is not None:
             memory_changes.subscribe(self._profiles.invalidate)
 

@@ -3,7 +3,7 @@
 `SummarySource` is the narrow seam; `OpenVikingSessionSummaries` reads the
 `latest_archive_overview` of the stream's OpenViking session(s) from `GET /sessions/{id}/context`.
 Which OpenViking sessions belong to a stream is decided by the engine's stream state
-(`stream_sessions`).
+(`stream_sessions`), which a replica reuses for `STREAM_SESSIONS_TTL_SECONDS`.
 
 A committed session is never written again (its stream moved on to a new session in the same
 compare-and-swap that handed the compaction off), so once OpenViking has summarised it, its
@@ -24,6 +24,7 @@ from typing import NamedTuple, Protocol
 from contextengine.v1 import packet_pb2
 
 from services.assembly.ports import SessionContextReader
+from services.assembly.tenant_cache import TenantCache
 from shared.domain.checkpoints import is_placeholder_summary
 from shared.domain.identity import RequestIdentity
 from shared.domain.stream_state import StreamStateStore
@@ -47,6 +48,13 @@ OVERVIEW_TOKEN_BUDGET = 8000
 """token_budget passed to OpenViking so that the overview is never dropped for lack of room."""
 REMEMBERED_OVERVIEWS = 4096
 """Final overviews a replica keeps (by account, user and session)."""
+STREAM_SESSIONS_TTL_SECONDS = 30.0
+"""How long an assembly replica reuses a stream's committed sessions (one stream-state read).
+Commits and phase-2 ends made in the same process drop them at once
+(`shared.domain.memory_changes`). Elsewhere a new summary shows at most this much later: it is
+written by OpenViking's phase 2 after the commit anyway (seconds to minutes with an LLM), and
+until it shows, packing keeps the stream's raw turns and recall finds every exchange. Saves a
+state read per Assemble, which also ran on OpenViking beside the `find` and slowed it."""
 OVERVIEW_RECHECK_SECONDS = 600.0
 """A remembered overview is read again after this long (bounds what a late append, committed
 again by a repair, could leave stale)."""
@@ -58,10 +66,21 @@ class SummarySource(Protocol):
     ) -> list[packet_pb2.CompactSummary]: ...
 
 
-def stream_sessions(store: StreamStateStore) -> SessionIdResolver:
-    """Resolver over the engine's stream state: every OpenViking session of the stream."""
+StreamSessionsCache = TenantCache[str, Sequence[CommittedSession]]
+"""A stream's committed sessions by stream id, within a tenant."""
 
-    async def resolve(identity: RequestIdentity, deadline: float) -> Sequence[CommittedSession]:
+
+def stream_sessions_cache(
+    ttl: float = STREAM_SESSIONS_TTL_SECONDS, clock: Callable[[], float] = time.monotonic
+) -> StreamSessionsCache:
+    return TenantCache(ttl, clock=clock)
+
+
+def stream_sessions(store: StreamStateStore, cache: StreamSessionsCache | None = None) -> SessionIdResolver:
+    """Resolver over the engine's stream state: every OpenViking session of the stream, read
+    at most once per `cache`'s TTL (every time without one)."""
+
+    async def read(identity: RequestIdentity, deadline: float) -> Sequence[CommittedSession]:
         state = await store.load(identity, deadline=deadline)
         if state is None:
             return []
@@ -69,6 +88,11 @@ def stream_sessions(store: StreamStateStore) -> SessionIdResolver:
         committed = [s for s in state.sessions if s != state.active_session]
         inflight = {entry.session_id for entry in state.inflight}
         return [CommittedSession(s, s not in inflight) for s in committed[-MAX_SUMMARY_SESSIONS:]]
+
+    async def resolve(identity: RequestIdentity, deadline: float) -> Sequence[CommittedSession]:
+        if cache is None:
+            return await read(identity, deadline)
+        return await cache.get(identity.tenant, identity.stream_id, lambda: read(identity, deadline))
 
     return resolve
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from services.assembly.profile import ProfileCache, StableProfile
+from services.assembly.profile import StableProfile, profile_cache
 from shared.openviking.tenant import Tenant
 
-KEY = (Tenant("acct", "alice"), "main", 1000, 500)
+ALICE = Tenant("acct", "alice")
+BOB = Tenant("acct", "bob")
+KEY = ("main", 1000, 500)
 
 
 class Clock:
@@ -18,38 +20,37 @@ class Clock:
 
 async def test_profile_is_reused_within_the_ttl_and_reloaded_after() -> None:
     clock = Clock()
-    cache = ProfileCache(ttl=30.0, clock=clock)
+    cache = profile_cache(ttl=30.0, clock=clock)
     loads: list[int] = []
 
     async def load() -> StableProfile:
         loads.append(1)
         return StableProfile(blocks=[f"[User Profile]\nversion {len(loads)}"])
 
-    first = await cache.get(load, KEY)
+    first = await cache.get(ALICE, KEY, load)
     clock.now += 29.0
-    assert await cache.get(load, KEY) is first and len(loads) == 1
-    other = await cache.get(load, (Tenant("acct", "bob"), "main", 1000, 500))
+    assert await cache.get(ALICE, KEY, load) is first and len(loads) == 1
+    other = await cache.get(BOB, KEY, load)
     assert other is not first and len(loads) == 2
     clock.now += 2.0
-    assert (await cache.get(load, KEY)).blocks == ["[User Profile]\nversion 3"]
+    assert (await cache.get(ALICE, KEY, load)).blocks == ["[User Profile]\nversion 3"]
 
 
 async def test_degraded_profiles_are_not_kept() -> None:
-    cache = ProfileCache(ttl=30.0, clock=Clock())
+    cache = profile_cache(ttl=30.0, clock=Clock())
     loads: list[int] = []
 
     async def load() -> StableProfile:
         loads.append(1)
         return StableProfile(degraded_reasons=["profile.read: timed out"])
 
-    await cache.get(load, KEY)
-    await cache.get(load, KEY)
+    await cache.get(ALICE, KEY, load)
+    await cache.get(ALICE, KEY, load)
     assert len(loads) == 2
 
 
 async def test_invalidate_drops_only_that_tenant_and_a_racing_load_is_not_kept() -> None:
-    cache = ProfileCache(ttl=30.0, clock=Clock())
-    bob = (Tenant("acct", "bob"), "main", 1000, 500)
+    cache = profile_cache(ttl=30.0, clock=Clock())
     loads: list[str] = []
 
     async def load() -> StableProfile:
@@ -58,13 +59,13 @@ async def test_invalidate_drops_only_that_tenant_and_a_racing_load_is_not_kept()
 
     async def load_then_change() -> StableProfile:
         profile = await load()
-        cache.invalidate(KEY[0])  # a StoreMemory lands while this load is in flight
+        cache.invalidate(ALICE)  # a StoreMemory lands while this load is in flight
         return profile
 
-    await cache.get(load, KEY)
-    await cache.get(load, bob)
-    cache.invalidate(KEY[0])
-    assert (await cache.get(load_then_change, KEY)).blocks == ["version 3"]
-    assert (await cache.get(load, KEY)).blocks == ["version 4"]  # the raced load was not kept
-    assert (await cache.get(load, KEY)).blocks == ["version 4"]
-    assert (await cache.get(load, bob)).blocks == ["version 2"]
+    await cache.get(ALICE, KEY, load)
+    await cache.get(BOB, KEY, load)
+    cache.invalidate(ALICE)
+    assert (await cache.get(ALICE, KEY, load_then_change)).blocks == ["version 3"]
+    assert (await cache.get(ALICE, KEY, load)).blocks == ["version 4"]  # the raced load was not kept
+    assert (await cache.get(ALICE, KEY, load)).blocks == ["version 4"]
+    assert (await cache.get(BOB, KEY, load)).blocks == ["version 2"]

@@ -1,0 +1,59 @@
+"""What an assembly replica derives from a tenant's stored documents, reused for a TTL.
+
+Entries are grouped by tenant: `invalidate(tenant)` (a change announced in the same process,
+`shared.domain.memory_changes`) drops all of a tenant's entries at once, and a load that was in
+flight meanwhile is returned to its caller but not kept (it may predate the change). Replicas in
+other processes hear nothing: there the TTL bounds how stale an entry can be.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Hashable
+from typing import Generic, TypeVar
+
+from shared.openviking.tenant import Tenant
+from shared.sized_cache import SizedCache
+
+MAX_CACHED_TENANTS = 10_000
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class TenantCache(Generic[K, V]):
+    """Values by (tenant, key) for `ttl` seconds; values `keep` rejects (degraded) are not kept."""
+
+    def __init__(
+        self,
+        ttl: float,
+        *,
+        keep: Callable[[V], bool] = lambda _: True,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._ttl = ttl
+        self._keep = keep
+        self._clock = clock
+        self._tenants: SizedCache[Tenant, dict[K, tuple[float, V]]] = SizedCache(MAX_CACHED_TENANTS)
+        self._generations: SizedCache[Tenant, int] = SizedCache(MAX_CACHED_TENANTS)
+        """Invalidations per tenant, to tell a load that raced one."""
+
+    def invalidate(self, tenant: Tenant) -> None:
+        self._tenants.pop(tenant)
+        self._generations.put(tenant, (self._generations.get(tenant) or 0) + 1)
+
+    async def get(self, tenant: Tenant, key: K, load: Callable[[], Awaitable[V]]) -> V:
+        now = self._clock()
+        entries = self._tenants.get(tenant)
+        hit = entries.get(key) if entries is not None else None
+        if hit is not None and now - hit[0] < self._ttl:
+            return hit[1]
+        generation = self._generations.get(tenant)
+        value = await load()
+        if self._keep(value) and self._generations.get(tenant) == generation:
+            entries = self._tenants.get(tenant)
+            if entries is None:
+                entries = {}
+                self._tenants.put(tenant, entries)
+            entries[key] = (now, value)
+        return value

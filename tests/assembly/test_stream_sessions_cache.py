@@ -1,0 +1,129 @@
+"""An assembly replica reads a stream's state (which sessions it committed) once per TTL, and again
+at once when a commit in its own process announces the tenant; against the real OpenViking."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+from contextengine.v1 import assembly_pb2, capture_pb2, capture_pb2_grpc, common_pb2
+from grpc import aio
+
+from services.assembly import assembly_servicer
+from services.assembly.summaries import (
+    STREAM_SESSIONS_TTL_SECONDS,
+    OpenVikingSessionSummaries,
+    stream_sessions,
+    stream_sessions_cache,
+)
+from shared.config import load_settings
+from shared.domain.documents import DocumentStore
+from shared.domain.identity import request_identity
+from shared.domain.memory_changes import MemoryChanges
+from shared.domain.stream_state import StreamStateStore
+from shared.openviking import DevAuth, OpenVikingClient, Tenant
+from shared.openviking.http import HttpRequest, HttpResponse, Send
+from shared.runtime.main import start_host
+from tests.assembly.helpers import assistant, unique_tenant, user
+from tests.support.stack import OpenVikingEndpoint
+
+STATE_READ = "/api/v1/content/read"
+STATE_FILE = "/state.json"
+
+
+class _NoDeadline:
+    def time_remaining(self) -> float | None:
+        return None
+
+
+def _identity(tenant: Tenant) -> common_pb2.Identity:
+    return common_pb2.Identity(
+        account_id=tenant.account_id, user_id=tenant.user_id, agent_id="main", session_id=uuid.uuid4().hex[:8]
+    )
+
+
+class StateReads:
+    """HTTP middleware counting reads of a stream's state document (the profile is another file)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    async def __call__(self, request: HttpRequest, send: Send) -> HttpResponse:
+        if request.path == STATE_READ and any(
+            k == "uri" and v.endswith(STATE_FILE) for k, v in request.query
+        ):
+            self.count += 1
+        return await send(request)
+
+    def taken(self) -> int:
+        """Reads since the last call."""
+        count, self.count = self.count, 0
+        return count
+
+
+async def _captured_stream(base_url: str, who: common_pb2.Identity) -> None:
+    """A stream with a stored state: one turn captured by the real capture service."""
+    settings = load_settings(
+        environ={}, overrides={"baseUrl": base_url, "grpcPort": 0, "shutdownGraceSeconds": 0.1}
+    )
+    host = await start_host(settings, "capture", port=0)
+    try:
+        async with aio.insecure_channel(host.address) as channel:
+            await capture_pb2_grpc.CaptureServiceStub(channel).AfterTurn(
+                capture_pb2.AfterTurnRequest(identity=who, messages=[user("hello there"), assistant("hi")]),
+                timeout=60,
+            )
+    finally:
+        await host.stop()
+
+
+@pytest.mark.stack
+async def test_the_state_is_read_once_per_ttl(openviking: OpenVikingEndpoint) -> None:
+    who = _identity(unique_tenant("sessttl"))
+    await _captured_stream(openviking.base_url, who)
+    identity = request_identity(
+        who, load_settings(environ={}, overrides={"baseUrl": openviking.base_url}), session_required=True
+    )
+    now = [0.0]
+    state_reads = StateReads()
+    async with OpenVikingClient(openviking.base_url, DevAuth(), middlewares=[state_reads]) as client:
+        cache = stream_sessions_cache(clock=lambda: now[0])
+        summaries = OpenVikingSessionSummaries(
+            client, stream_sessions(StreamStateStore(DocumentStore(client)), cache)
+        )
+        reads = []
+        for elapsed in (0.0, 1.0, STREAM_SESSIONS_TTL_SECONDS - 1.0, STREAM_SESSIONS_TTL_SECONDS + 1.0):
+            now[0] = elapsed
+            await summaries.latest_summaries(identity, time.monotonic() + 30)
+            reads.append(state_reads.taken())
+    assert reads == [1, 0, 0, 1]
+
+
+@pytest.mark.stack
+async def test_a_commit_in_the_same_process_drops_only_its_tenants_streams(
+    openviking: OpenVikingEndpoint,
+) -> None:
+    """The servicer as the runtime builds it: two streams of two tenants, each read once; a
+    change announced for one tenant makes only its stream's state be read again."""
+    alice, bob = _identity(unique_tenant("sessa")), _identity(unique_tenant("sessb"))
+    for who in (alice, bob):
+        await _captured_stream(openviking.base_url, who)
+    settings = load_settings(environ={}, overrides={"baseUrl": openviking.base_url})
+    changes = MemoryChanges()
+    state_reads = StateReads()
+
+    async def reads_of(who: common_pb2.Identity) -> int:
+        request = assembly_pb2.AssembleRequest(
+            identity=who, messages=[user("which editor do I prefer for rust")], token_budget=4000
+        )
+        await servicer.Assemble(request, _NoDeadline())  # type: ignore[arg-type]
+        return state_reads.taken()
+
+    async with OpenVikingClient(openviking.base_url, DevAuth(), middlewares=[state_reads]) as client:
+        servicer = assembly_servicer(settings, client, changes)
+        first = [await reads_of(alice), await reads_of(bob), await reads_of(alice), await reads_of(bob)]
+        changes.changed(request_identity(alice, settings, session_required=True).tenant)
+        after_change = [await reads_of(alice), await reads_of(bob), await reads_of(alice)]
+    assert first == [1, 1, 0, 0]
+    assert after_change == [1, 0, 0]
