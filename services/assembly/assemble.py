@@ -1,8 +1,9 @@
 """Assemble, explicit recall and fallback recall as plain async functions over plain data.
 
-Retrieval (profile, recall, summaries) runs concurrently, each bounded by one deadline derived
-from the caller's and `recall_timeout_ms`. A failed or slow part is left out and reported
-(`degraded`); the host's newest raw turns are always returned.
+Assemble is a pipeline (`assemble_context`): query, retrieval sent off, the host transcript taken
+up while it is in flight, packing, packet. Retrieval (`services.assembly.retrieval`) is bounded
+by one deadline derived from the caller's and `recall_timeout_ms`; a failed or slow part is left
+out and reported (`degraded`), and the host's newest raw turns are always returned.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from contextengine.v1 import common_pb2, packet_pb2
 
@@ -23,13 +24,7 @@ from services.assembly.injection import (
 )
 from services.assembly.packing import RecallPlan, pack_context
 from services.assembly.ports import MemorySearch
-from services.assembly.profile import (
-    PROFILE_MAX_TOKENS,
-    ProfileCache,
-    StableProfile,
-    load_stable_profile,
-    profile_cache,
-)
+from services.assembly.profile import ProfileCache
 from services.assembly.recall import (
     RecallConfig,
     RecallOutcome,
@@ -39,15 +34,16 @@ from services.assembly.recall import (
 )
 from services.assembly.recall_query import (
     RecallQuery,
-    recall_query_from_window,
+    recall_query,
     sanitize_user_text,
     skip_reason_for,
 )
+from services.assembly.retrieval import Retrieval
 from services.assembly.summaries import SummarySource
 from services.assembly.token_counts import MessageTokens, TokenCountCache
 from shared.config import Settings
 from shared.domain.envelope import turn_id_for
-from shared.domain.host_messages import HostTranscript
+from shared.domain.host_messages import HostMessageCache, host_transcript, newest_first
 from shared.domain.identity import RequestIdentity
 from shared.tokens import TokenCounter
 
@@ -74,14 +70,6 @@ class AssembleResult:
     packet: packet_pb2.AssembledContextPacket
 
 
-@dataclass
-class _Retrieved:
-    profile: StableProfile = field(default_factory=StableProfile)
-    recall: RecallOutcome | None = None
-    summaries: list[packet_pb2.CompactSummary] = field(default_factory=list)
-    degraded_reasons: list[str] = field(default_factory=list)
-
-
 def _recall_anchor(messages: Sequence[common_pb2.ConversationMessage], prompt: str) -> int | None:
     """Index after which the recall pair goes: the newest user message, or None (the end) when
     the prompt is not yet in the transcript."""
@@ -101,76 +89,14 @@ def _recall_anchor(messages: Sequence[common_pb2.ConversationMessage], prompt: s
     return last_user
 
 
-async def _retrieve(
-    client: MemorySearch,
-    *,
-    summary_source: SummarySource,
-    settings: Settings,
-    identity: RequestIdentity,
-    query: RecallQuery,
-    counter: TokenCounter,
-    budget: int,
-    deadline: float,
-    profiles: ProfileCache,
-) -> _Retrieved:
-    retrieved = _Retrieved()
-    recall_on = settings.auto_recall
-    max_tokens = (settings.recall_token_budget or PROFILE_MAX_TOKENS * 2) // 2
-    profile_task = (
-        profiles.get(
-            identity.tenant,
-            (identity.agent_id, max_tokens, settings.recall_max_content_chars),
-            lambda: load_stable_profile(
-                client,
-                identity.tenant,
-                identity.agent_id,
-                counter,
-                max_tokens=max_tokens,
-                max_item_chars=settings.recall_max_content_chars,
-                deadline=deadline,
-            ),
-        )
-        if recall_on
-        else None
-    )
-    # Profile first, so that recall can leave out what the profile already shows.
-    summaries_future = asyncio.ensure_future(
-        bounded(summary_source.latest_summaries(identity, deadline), deadline)
-    )
-    recall_future = (
-        asyncio.ensure_future(
-            recall_memories(
-                client,
-                tenant=identity.tenant,
-                agent_id=identity.agent_id,
-                query=query.query,
-                config=RecallConfig.from_settings(settings, budget=budget),
-                counter=counter,
-                deadline=deadline,
-            )
-        )
-        if recall_on and query.query
-        else None
-    )
-    if profile_task is not None:
-        try:
-            retrieved.profile = await bounded(profile_task, deadline)
-        except Exception as exc:
-            retrieved.degraded_reasons.append(describe_failure("profile", exc))
-        retrieved.degraded_reasons.extend(retrieved.profile.degraded_reasons)
-    if recall_future is not None:
-        try:
-            outcome = await bounded(recall_future, deadline)
-        except Exception as exc:
-            outcome = RecallOutcome(query.query, degraded_reasons=[describe_failure("recall", exc)])
-        outcome.items = [i for i in outcome.items if i.candidate.uri not in retrieved.profile.uris]
-        retrieved.degraded_reasons.extend(outcome.degraded_reasons)
-        retrieved.recall = outcome
-    try:
-        retrieved.summaries = await summaries_future
-    except Exception as exc:
-        retrieved.degraded_reasons.append(describe_failure("summaries", exc))
-    return retrieved
+@dataclass(frozen=True)
+class AssembleCaches:
+    """What a replica reuses across Assembles."""
+
+    host_messages: HostMessageCache
+    token_counts: TokenCountCache
+    profiles: ProfileCache
+    envelopes: EnvelopeCache
 
 
 async def assemble_context(
@@ -178,36 +104,47 @@ async def assemble_context(
     summary_source: SummarySource,
     settings: Settings,
     identity: RequestIdentity,
-    transcript: HostTranscript,
+    wires: Sequence[bytes],
     *,
+    caches: AssembleCaches,
     token_budget: int,
     model: str,
     prompt: str,
     deadline: float,
-    token_counts: TokenCountCache | None = None,
-    profiles: ProfileCache | None = None,
-    envelopes: EnvelopeCache | None = None,
 ) -> AssembleResult:
-    """The model's context for this call, over the host's validated `transcript`."""
-    messages = transcript.messages
+    """The model's context for this call, as a pipeline over the host's messages (`wires`):
+
+    1. the recall query, from the prompt and the newest messages only;
+    2. retrieval (profile, recall, summaries) sent off;
+    3. the host transcript taken up (decoded, validated, split into turns) while it is in flight;
+    4. packing into the budget, once retrieval is in;
+    5. the packet that says what was chosen and why.
+    """
     budget = token_budget or settings.default_token_budget
     counter = TokenCounter.for_model(model, settings.default_encoding)
     query = (
-        recall_query_from_window(messages, settings.assemble_recall_window, prompt)
+        recall_query(newest_first(wires, caches.host_messages), settings.assemble_recall_window, prompt)
         if settings.auto_recall
         else RecallQuery("", "auto_recall_disabled")
     )
-    retrieved = await _retrieve(
+    retrieval = Retrieval.start(
         client,
-        summary_source=summary_source,
-        settings=settings,
-        identity=identity,
-        query=query,
+        summary_source,
+        settings,
+        identity,
+        query,
         counter=counter,
         budget=budget,
         deadline=deadline,
-        profiles=profiles or profile_cache(ttl=0.0),
+        profiles=caches.profiles,
     )
+    await asyncio.sleep(0)  # let retrieval's requests go out before the transcript's CPU work
+    try:
+        transcript = host_transcript(wires, caches.host_messages, identity.buffer_key)
+    except BaseException:
+        retrieval.abandon()
+        raise
+    retrieved = await retrieval.collect()
     outcome = retrieved.recall
     plan = None
     if outcome is not None and outcome.items:
@@ -222,11 +159,11 @@ async def assemble_context(
         budget=budget,
         turns=transcript.turns,
         recent_raw_turn_count=settings.recent_raw_turn_count,
-        count=MessageTokens(counter, token_counts, transcript.keys),
+        count=MessageTokens(counter, caches.token_counts, transcript.keys),
         profile_blocks=retrieved.profile.blocks,
         summaries=retrieved.summaries,
         recall=plan,
-        recall_anchor=_recall_anchor(messages, prompt),
+        recall_anchor=_recall_anchor(transcript.messages, prompt),
         recall_cap=settings.recall_token_budget,
         recall_share=settings.recall_budget_share,
         pointer=lambda position, message: turn_id_for(identity.stream_id, position, message),
@@ -239,7 +176,7 @@ async def assemble_context(
         profile_blocks=packed.profile_blocks,
         recalled_memories=[item.to_proto(query.query) for item in recalled],
         compact_summaries=packed.summaries,
-        recent_raw_turns=turn_envelopes(packed.recent_turns, identity, envelopes, transcript.keys),
+        recent_raw_turns=turn_envelopes(packed.recent_turns, identity, caches.envelopes, transcript.keys),
         injected_messages=packed.injected,
         estimated_tokens=packed.estimated_tokens,
         tokens=packed.tokens,

@@ -146,8 +146,10 @@ def describe_failure(what: str, exc: BaseException) -> str:
 
 
 async def bounded(aw: Awaitable[T], deadline: float) -> T:
-    """Await `aw`, giving up (TimeoutError) at the absolute monotonic `deadline`."""
-    return await asyncio.wait_for(aw, timeout=max(0.0, deadline - time.monotonic()))
+    """Await `aw`, giving up (TimeoutError) at the absolute monotonic `deadline`. In the calling
+    task (no task of its own, unlike `wait_for`): a call started now is sent now."""
+    async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+        return await aw
 
 
 def content_of(candidate: Candidate, prefer_abstract: bool) -> str:
@@ -193,10 +195,13 @@ async def recall_memories(
         node_limit=lexical.MATCH_LIMIT, before_context=lexical.CONTEXT_LINES,
         after_context=lexical.CONTEXT_LINES, deadline=deadline,
     ) if terms and config.lexical_source == "grep" else None  # fmt: skip
-    found, grepped = await asyncio.gather(
-        _leg("recall.semantic", semantic_call, deadline, outcome),
-        _leg("recall.lexical", lexical_call, deadline, outcome) if lexical_call else _nothing(),
-    )
+    semantic = _leg("recall.semantic", semantic_call, deadline, outcome)
+    if lexical_call is None:
+        found, grepped = await semantic, None
+    else:
+        found, grepped = await asyncio.gather(
+            semantic, _leg("recall.lexical", lexical_call, deadline, outcome)
+        )
     found = found or FindResult()
     stored = [hit for hit in found.memories if not is_turn_uri(hit.uri)]
     memories = [c for c in merge_candidates([stored], agent_id) if c.uri not in exclude_uris]
@@ -220,7 +225,3 @@ async def recall_memories(
     kept = [i for i in items if i.content][: config.max_items or None]
     outcome.items = fit_token_budget(kept, counter, config.token_budget)
     return outcome
-
-
-async def _nothing() -> None:
-    return None

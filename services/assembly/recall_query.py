@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from contextengine.v1 import common_pb2
@@ -83,11 +83,11 @@ def skip_reason_for(text: str) -> str:
     return ""
 
 
-def user_texts(messages: Sequence[common_pb2.ConversationMessage], newest: int) -> list[str]:
+def user_texts(newest_first: Iterable[common_pb2.ConversationMessage], newest: int) -> list[str]:
     """Sanitized non-empty text of the `newest` latest host user messages, oldest first
     (engine-injected ones excluded). Read from the end: a long transcript is not scanned."""
     texts: list[str] = []
-    for message in reversed(messages):
+    for message in newest_first:
         if len(texts) == newest:
             break
         if message.role == common_pb2.MESSAGE_ROLE_USER and not is_engine_injected(message):
@@ -98,16 +98,17 @@ def user_texts(messages: Sequence[common_pb2.ConversationMessage], newest: int) 
     return texts
 
 
-def recall_query_from_window(
-    messages: Sequence[common_pb2.ConversationMessage], window: int, prompt: str = ""
+def recall_query(
+    newest_first: Iterable[common_pb2.ConversationMessage], window: int, prompt: str = ""
 ) -> RecallQuery:
-    """The query for this call: the prompt (or the newest user text when no prompt is given).
+    """The query for this call: the prompt (or the newest user text when no prompt is given),
+    over the host's messages newest first (only the last few are looked at).
 
     The skip decision looks at that text only: a greeting after a long discussion does not
     trigger a recall. When it is too thin to stand alone, the newest earlier non-greeting user
     text within the last `window` turns is prepended as context.
     """
-    texts = user_texts(messages, window)
+    texts = user_texts(newest_first, window)
     prompt_text = sanitize_user_text(prompt)
     if prompt_text and (not texts or texts[-1] != prompt_text):
         texts.append(prompt_text)

@@ -9,6 +9,7 @@ from contextengine.v1 import assembly_pb2, assembly_pb2_grpc, common_pb2
 from grpc import aio
 
 from services.assembly.assemble import (
+    AssembleCaches,
     assemble_context,
     recall_fallback_block,
     recall_for_tool,
@@ -21,7 +22,7 @@ from services.assembly.request_wire import ASSEMBLE_WIRE, AssembleWire
 from services.assembly.summaries import SummarySource
 from services.assembly.token_counts import TokenCountCache
 from shared.config import Settings
-from shared.domain.host_messages import HostMessageCache, host_transcript
+from shared.domain.host_messages import HostMessageCache
 from shared.domain.identity import request_identity
 from shared.domain.memory_changes import MemoryChanges
 from shared.domain.messages import MAX_TEXT_CHARS
@@ -45,12 +46,14 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
         self._settings = settings
         self._backend = backend
         self._summaries = summaries
-        self._token_counts = TokenCountCache()
-        self._host_messages = HostMessageCache()
-        self._envelopes = EnvelopeCache(ENVELOPES)
-        self._profiles = profile_cache()
+        self._caches = AssembleCaches(
+            host_messages=HostMessageCache(),
+            token_counts=TokenCountCache(),
+            profiles=profile_cache(),
+            envelopes=EnvelopeCache(ENVELOPES),
+        )
         if memory_changes is not None:
-            memory_changes.subscribe(self._profiles.invalidate)
+            memory_changes.subscribe(self._caches.profiles.invalidate)
 
     def _deadline(self, context: Context) -> float:
         return retrieval_deadline(
@@ -73,20 +76,17 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
             raise InvalidArgument("token_budget", "must be >= 0 (0 means the configured default)")
         if len(request.prompt) > MAX_TEXT_CHARS:
             raise InvalidArgument("prompt", f"is longer than {MAX_TEXT_CHARS} characters")
-        transcript = host_transcript(request.messages, self._host_messages, identity.buffer_key)
         result = await assemble_context(
             self._backend,
             self._summaries,
             self._settings,
             identity,
-            transcript,
-            envelopes=self._envelopes,
+            request.messages,
+            caches=self._caches,
             token_budget=request.token_budget,
             model=request.model,
             prompt=request.prompt,
             deadline=self._deadline(context),
-            token_counts=self._token_counts,
-            profiles=self._profiles,
         )
         tokens = result.packet.tokens
         attr.set_tokens(

@@ -17,7 +17,7 @@ The same decoded message objects come back call after call, so what is derived f
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from contextengine.v1 import common_pb2
@@ -150,3 +150,19 @@ def host_transcript(
     weight = sum(map(len, sent))
     cache.streams.put(stream, _StreamTranscript(sent, transcript, frozenset(check.calls)), weight=weight)
     return transcript
+
+
+def newest_first(wires: Sequence[bytes], cache: HostMessageCache) -> Iterator[common_pb2.ConversationMessage]:
+    """The host's messages from the newest, each decoded when reached (a message this replica
+    has seen is taken as it was): what needs only the last few (the recall query) need not wait
+    for the whole transcript. Nothing is validated here, and the reading stops at bytes that do
+    not decode: `host_transcript` names the request's first bad field."""
+    for wire in reversed(wires):
+        known = cache.messages.get((hash(wire), len(wire)))
+        if known is not None:
+            yield known.message
+            continue
+        try:
+            yield common_pb2.ConversationMessage.FromString(wire)
+        except DecodeError:
+            return

@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from services.assembly.request_wire import ASSEMBLE_WIRE
-from shared.domain.host_messages import HostMessageCache, host_transcript
+from shared.domain.host_messages import HostMessageCache, host_transcript, newest_first
 from shared.domain.messages import tool_call_ids, validate_messages
 from shared.domain.turns import extend_turns, split_turns
 from shared.errors import InvalidArgument
@@ -86,6 +86,22 @@ def test_bytes_that_are_no_message_are_named(
     with pytest.raises(InvalidArgument) as caught:
         host_transcript(wires, HostMessageCache(), "s1")
     assert caught.value.field == f"messages[{at}]"
+
+
+@given(transcripts(), st.data(), st.booleans())
+def test_newest_first_reads_the_transcript_backwards_up_to_bytes_that_are_no_message(
+    messages: list[common_pb2.ConversationMessage], data: st.DataObject, seen_before: bool
+) -> None:
+    """What the recall query reads before the transcript is taken up: the same messages, newest
+    first, whether this replica decoded them before or not; nothing past undecodable bytes."""
+    cache = HostMessageCache()
+    if seen_before:
+        host_transcript(wires_of(messages), cache, "s1")
+    assert list(newest_first(wires_of(messages), cache)) == messages[::-1]
+    wires = wires_of(messages)
+    at = data.draw(st.integers(0, len(wires)))
+    wires.insert(at, b"\xff\xff\xff")
+    assert list(newest_first(wires, cache)) == messages[at:][::-1]
 
 
 @given(transcripts(), transcripts(), st.data())

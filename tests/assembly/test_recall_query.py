@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from services.assembly.injection import injected_recall_pair
-from services.assembly.recall_query import recall_query_from_window, skip_reason_for
+from services.assembly.recall_query import recall_query, skip_reason_for
 from tests.assembly.helpers import assistant, user
 
 
@@ -32,11 +32,11 @@ def test_prompt_is_the_query_in_a_continuing_session() -> None:
     # A long window of earlier user turns does not enter the query: the prompt alone drives it.
     history = [m for i in range(8) for m in (user(f"topic number {i} about databases"), assistant("ok"))]
     prompt = "which postgres version did we pick for the billing cluster"
-    query = recall_query_from_window([*history, user(prompt)], 5, prompt)
+    query = recall_query(reversed([*history, user(prompt)]), 5, prompt)
     assert query.skip_reason == "" and query.query == prompt
     # Same when the prompt is not yet in the transcript, or given only as the newest user turn.
-    assert recall_query_from_window(history, 5, prompt).query == prompt
-    newest = recall_query_from_window([*history, user("topic number 9 about storage engines")], 5)
+    assert recall_query(reversed(history), 5, prompt).query == prompt
+    newest = recall_query(reversed([*history, user("topic number 9 about storage engines")]), 5)
     assert newest.query == "topic number 9 about storage engines"
 
 
@@ -50,36 +50,36 @@ def test_thin_follow_up_borrows_the_previous_turn_only() -> None:
         assistant("you are welcome"),
     ]
     # Fewer than three content words: the newest earlier non-greeting user turn gives the context.
-    thin = recall_query_from_window(messages, 5, "and what about her?")
+    thin = recall_query(reversed(messages), 5, "and what about her?")
     assert thin.query == "who is the billing contact at globex\nand what about her?"
     # Outside the window there is nothing to borrow.
-    assert recall_query_from_window(messages, 1, "and what about her?").query == "and what about her?"
+    assert recall_query(reversed(messages), 1, "and what about her?").query == "and what about her?"
     # A prompt with enough content words stands alone.
-    full = recall_query_from_window(messages, 5, "what did dana say about the globex renewal")
+    full = recall_query(reversed(messages), 5, "what did dana say about the globex renewal")
     assert full.query == "what did dana say about the globex renewal"
 
 
 def test_prompt_joins_window_when_not_yet_in_transcript() -> None:
     messages = [user("tell me about postgres indexes"), assistant("sure")]
-    query = recall_query_from_window(messages, 5, "and what about vacuum tuning")
+    query = recall_query(reversed(messages), 5, "and what about vacuum tuning")
     assert query.query == "tell me about postgres indexes\nand what about vacuum tuning"
-    same = recall_query_from_window(messages, 5, "tell me about postgres indexes")
+    same = recall_query(reversed(messages), 5, "tell me about postgres indexes")
     assert same.query == "tell me about postgres indexes"
 
 
 def test_greeting_as_newest_turn_skips_even_with_history() -> None:
     messages = [user("tell me about postgres indexes"), assistant("sure"), user("thanks!")]
-    assert recall_query_from_window(messages, 5).skip_reason == "greeting"
+    assert recall_query(reversed(messages), 5).skip_reason == "greeting"
 
 
 def test_no_user_turn_and_injected_messages_ignored() -> None:
-    assert recall_query_from_window([assistant("hello")], 5).skip_reason == "no_user_turn"
+    assert recall_query(reversed([assistant("hello")]), 5).skip_reason == "no_user_turn"
     call, result = injected_recall_pair("q", [], "abcdefghi")
     relevant = user("<relevant-memories>\n- [x] old\n</relevant-memories>\nwhere do I live these days")
-    query = recall_query_from_window([relevant, call, result], 5)
+    query = recall_query(reversed([relevant, call, result]), 5)
     assert query.query == "where do I live these days"
 
 
 def test_query_capped_to_newest_text() -> None:
-    query = recall_query_from_window([user("a" * 3000 + " tail words here")], 1)
+    query = recall_query(reversed([user("a" * 3000 + " tail words here")]), 1)
     assert len(query.query) == 2000 and query.query.endswith("tail words here")
