@@ -102,21 +102,36 @@ def turn_candidate(uri: str, body: str, score: float) -> Candidate:
     )
 
 
-def semantic_turns(hits: Sequence[SearchHit], threshold: float) -> list[Candidate]:
-    """The find's turn-index documents above `threshold`, best first."""
+def split_hits(hits: Sequence[SearchHit]) -> tuple[list[SearchHit], list[SearchHit]]:
+    """The find's hits as (stored memories, turn-index documents), each in the find's order."""
+    stored: list[SearchHit] = []
+    turns: list[SearchHit] = []
+    for hit in hits:
+        (turns if is_turn_uri(hit.uri) else stored).append(hit)
+    return stored, turns
+
+
+def semantic_turns(turn_hits: Sequence[SearchHit], threshold: float) -> list[Candidate]:
+    """The find's turn-index documents (`split_hits`) above `threshold`, best first."""
     return [
         turn_candidate(hit.uri, hit.abstract, hit.score)
-        for hit in hits
-        if hit.level == 2 and is_turn_uri(hit.uri) and hit.score >= threshold
+        for hit in turn_hits
+        if hit.level == 2 and hit.score >= threshold
     ]
 
 
 def lexical_turns(
     terms: Sequence[str], pool: Sequence[Candidate], grepped: GrepResult | None
 ) -> list[Candidate]:
-    """BM25 order of the grep matches (when grep ran), else of the semantic pool's exchanges."""
+    """BM25 order of the grep matches (when grep ran), else of the semantic pool's exchanges. An
+    exchange of the pool is its pool candidate (fusion shows it with its semantic score)."""
     if grepped is not None:
         ranked = lexical.rank(terms, lexical.documents(grepped), [c.body for c in pool])
     else:
         ranked = lexical.rank(terms, {c.uri: c.body for c in pool}, [])
-    return [turn_candidate(hit.uri, hit.content, 0.0) for hit in ranked if is_turn_uri(hit.uri)]
+    in_pool = {c.uri: c for c in pool}
+    return [
+        in_pool.get(hit.uri) or turn_candidate(hit.uri, hit.content, 0.0)
+        for hit in ranked
+        if hit.uri in in_pool or is_turn_uri(hit.uri)
+    ]

@@ -30,13 +30,19 @@ from typing import NamedTuple, TypeVar
 from contextengine.v1 import packet_pb2
 
 from services.assembly import lexical
-from services.assembly.candidates import Candidate, lexical_turns, merge_candidates, semantic_turns
+from services.assembly.candidates import (
+    Candidate,
+    lexical_turns,
+    merge_candidates,
+    semantic_turns,
+    split_hits,
+)
 from services.assembly.fusion import reciprocal_rank_fusion
 from services.assembly.injection import MemoryForInjection
 from services.assembly.memory_rules import memory_line, rank_candidates, select_candidates, truncate_content
 from services.assembly.ports import MemorySearch
 from shared.config import Settings
-from shared.domain.turn_index import TURN_INDEX_ROOT, document_date, is_turn_uri, said_from_tags
+from shared.domain.turn_index import TURN_INDEX_ROOT, document_date, said_from_tags
 from shared.errors import BackendNotFound, BackendTimeout, ContextEngineError
 from shared.openviking.models.search import FindResult
 from shared.openviking.tenant import Tenant
@@ -203,11 +209,11 @@ async def recall_memories(
             semantic, _leg("recall.lexical", lexical_call, deadline, outcome)
         )
     found = found or FindResult()
-    stored = [hit for hit in found.memories if not is_turn_uri(hit.uri)]
+    stored, turn_hits = split_hits(found.memories)
     memories = [c for c in merge_candidates([stored], agent_id) if c.uri not in exclude_uris]
     selected = select_candidates(memories, config.score_threshold, config.candidate_limit)
     ranked_memories = [c for c, _ in rank_candidates(selected, query)[: config.limit]]
-    dense = semantic_turns(found.memories, config.score_threshold)
+    dense = semantic_turns(turn_hits, config.score_threshold)
     matched = lexical_turns(terms, dense, grepped) if config.lexical_source != "off" else []
     by_uri = {c.uri: c for c in [*matched, *dense, *ranked_memories]}
     fused = reciprocal_rank_fusion(
