@@ -119,9 +119,11 @@ def bm25_scores(query_terms: Sequence[str], corpus: Sequence[DocumentTerms]) -> 
     rank_bm25 computes them: idf = ln(N - df + 0.5) - ln(df + 0.5), a negative idf floored to
     epsilon x the average idf over the corpus vocabulary."""
     size = len(corpus)
-    frequencies_of = {
-        term: [(i, d.counts[term]) for i, d in enumerate(corpus) if term in d.counts] for term in query_terms
-    }
+    frequencies_of: dict[str, list[tuple[int, int]]] = {term: [] for term in query_terms}
+    wanted = frequencies_of.keys()
+    for i, document in enumerate(corpus):  # one set intersection per document (in C)
+        for term in document.counts.keys() & wanted:
+            frequencies_of[term].append((i, document.counts[term]))
     idfs = {
         term: math.log(size - len(postings) + 0.5) - math.log(len(postings) + 0.5)
         for term, postings in frequencies_of.items()

@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import NamedTuple, TypeVar
 
 from contextengine.v1 import packet_pb2
@@ -130,7 +131,7 @@ class RecallOutcome:
     degraded_reasons: list[str] = field(default_factory=list)
 
 
-def fit_token_budget(items: Sequence[RecalledItem], counter: TokenCounter, budget: int) -> list[RecalledItem]:
+def fit_token_budget(items: Iterable[RecalledItem], counter: TokenCounter, budget: int) -> list[RecalledItem]:
     """Items in order while their `- [category] content` lines fit `budget`; the first always does."""
     kept: list[RecalledItem] = []
     used = 0
@@ -219,7 +220,8 @@ async def recall_memories(
     fused = reciprocal_rank_fusion(
         [[c.uri for c in ranked_memories], [c.uri for c in dense], [c.uri for c in matched]]
     )
-    items = [
+    # Built lazily, best first: fitting the token cap stops at the first item past it.
+    items = (
         RecalledItem(
             by_uri[uri],
             rank,
@@ -227,7 +229,7 @@ async def recall_memories(
         )
         for uri, rank in fused
         if uri not in exclude_uris
-    ]
-    kept = [i for i in items if i.content][: config.max_items or None]
+    )
+    kept = islice((i for i in items if i.content), config.max_items or None)
     outcome.items = fit_token_budget(kept, counter, config.token_budget)
     return outcome

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
+from functools import lru_cache
 
 from contextengine.v1 import packet_pb2
 
@@ -24,6 +25,7 @@ AGENT = packet_pb2.MEMORY_SCOPE_AGENT
 SCOPE_KEY = "ce_scope"
 OWNER_KEY = "ce_agent"
 AGENT_DIRECTORY_PREFIX = "agent-"
+REMEMBERED_TAG_SETS = 4096
 
 
 def agent_key(agent_id: str) -> str:
@@ -63,7 +65,12 @@ def visible_to(tags: Iterable[str], agent_id: str) -> Scope.ValueType | None:
     An AGENT memory is visible only to the agent whose key it carries; one whose owner tag is
     missing or malformed is visible to no one (never widened to the user).
     """
-    tags = list(tags)
+    return _visible_to(tuple(tags), agent_id)
+
+
+@lru_cache(maxsize=REMEMBERED_TAG_SETS)
+def _visible_to(tags: tuple[str, ...], agent_id: str) -> Scope.ValueType | None:
+    """`visible_to`, remembered: recall asks it of the same few tag sets for every hit."""
     if "agent" not in _values(tags, SCOPE_KEY):
         return USER
     return AGENT if agent_key(agent_id) in _values(tags, OWNER_KEY) else None
