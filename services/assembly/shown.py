@@ -83,10 +83,22 @@ class ShownExchanges:
     def __init__(self, memories: Sequence[MemoryForInjection]) -> None:
         self._contents = [_normal_item(m.content) if m.kind == "turn" else "" for m in memories]
         self._words = [_words(c) if c else frozenset() for c in self._contents]
+        self._last: tuple[tuple[int, ...], list[int]] | None = None
+        """The last whole answer, by the identities of the raw messages it was for."""
 
     def not_shown(self, raw: Sequence[Turn], among: Sequence[int] | None = None) -> list[int]:
         """Indexes of the items that are not raw exchanges already among `raw` (best first),
         only of those `among` when given (in their order)."""
+        if among is not None:
+            return self._not_shown(raw, among)
+        # Packing asks again once the raw turns are kept; unless one was left out or elided,
+        # they are the very same messages.
+        messages = tuple(id(message) for turn in raw for message in turn.messages)
+        if self._last is None or self._last[0] != messages:
+            self._last = (messages, self._not_shown(raw, None))
+        return list(self._last[1])
+
+    def _not_shown(self, raw: Sequence[Turn], among: Sequence[int] | None) -> list[int]:
         by_anchor: dict[str, list[str]] = {}
         unanchored: list[str] = []
         for turn in raw:

@@ -50,6 +50,10 @@ def test_anchor_search_finds_what_a_full_search_finds(texts: list[str], data: st
     cut = data.draw(st.integers(0, len(raw)))
     shown = ShownExchanges(memories)
     assert shown.not_shown(raw[cut:]) == reference(memories, raw[cut:])
+    shown.not_shown(raw[cut:]).clear()  # asked again for the same messages: a fresh list
+    assert shown.not_shown(raw[cut:]) == reference(memories, raw[cut:])
+    # The same messages in new turns (packing's kept turns) are the same question.
+    assert shown.not_shown([Turn(t.start, t.messages) for t in raw[cut:]]) == reference(memories, raw[cut:])
     assert shown.not_shown(raw) == reference(memories, raw)
     # Narrowed to what the newer turns left eligible, the older turns leave what all of them do.
     assert shown.not_shown(raw[:cut], among=shown.not_shown(raw[cut:])) == reference(memories, raw)
