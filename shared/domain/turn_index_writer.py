@@ -20,11 +20,12 @@ from shared.domain.envelope import PersistedTurn
 from shared.domain.stream_state import utc_now
 from shared.domain.turn_index import (
     TURN_INDEX_ROOT,
-    TURN_TAG,
+    TURN_PROCESSING_MODE,
     IndexedMessage,
     TurnDocument,
     session_index_uri,
     turn_documents,
+    write_operations,
 )
 from shared.errors import BackendConflict, BackendInvalidArgument, BackendNotFound
 from shared.openviking.client import OpenVikingClient
@@ -109,9 +110,7 @@ class TurnIndexWriter:
         return len(missing)
 
     async def _write(self, tenant: Tenant, documents: Sequence[TurnDocument], deadline: float | None) -> None:
-        operations: list[dict[str, object]] = [
-            {"uri": d.uri, "content": d.content, "mode": "replace", "tags": [TURN_TAG]} for d in documents
-        ]
+        operations = write_operations(documents)
         try:
             await self._batch(tenant, operations, deadline)
         except (BackendNotFound, BackendInvalidArgument):
@@ -128,5 +127,6 @@ class TurnIndexWriter:
             TURN_INDEX_ROOT,
             operations,
             wait=False,
+            processing_mode=TURN_PROCESSING_MODE,
             deadline=deadline,
         )

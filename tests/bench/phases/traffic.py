@@ -21,7 +21,13 @@ from contextengine.v1 import (
 )
 
 from shared.domain.messages import message_texts
-from shared.domain.turn_index import TURN_INDEX_ROOT, TURN_TAG, IndexedMessage, turn_documents
+from shared.domain.turn_index import (
+    TURN_INDEX_ROOT,
+    TURN_PROCESSING_MODE,
+    IndexedMessage,
+    turn_documents,
+    write_operations,
+)
 from shared.tokens import TokenCounter
 from tests.bench.common import (
     AGENT,
@@ -253,11 +259,12 @@ async def _index_turn(http: httpx.AsyncClient, user: str, session_id: str, turn:
     writes it."""
     user_message, rest = turn_messages(turn, session_id)
     messages = [IndexedMessage(first + i, m) for i, m in enumerate([user_message, *rest])]
-    operations = [
-        {"uri": d.uri, "content": d.content, "mode": "replace", "tags": [TURN_TAG]}
-        for d in turn_documents(session_id, messages, datetime.now(UTC))
-    ]
-    body = {"root_uri": TURN_INDEX_ROOT, "operations": operations, "wait": False}
+    body = {
+        "root_uri": TURN_INDEX_ROOT,
+        "operations": write_operations(turn_documents(session_id, messages, datetime.now(UTC))),
+        "wait": False,
+        "processing_mode": TURN_PROCESSING_MODE,
+    }
     answer = await ov_call(http, "POST", "/api/v1/content/batch-write", user, json=body)
     if (answer.get("error") or {}).get("code") != "NOT_FOUND":
         return answer
