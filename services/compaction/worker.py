@@ -277,9 +277,9 @@ class CompactionWorker:
             if committed is None or committed.is_terminal:
                 return True
             self._memory_changes.changed(tenant)
+            record = committed
         self._committed.get(checkpoint_id, asyncio.Event()).set()
-        final = await finalise(self._ov, tenant, checkpoint_id)
-        done = final is None or final.is_terminal
+        done = (await finalise(self._ov, tenant, record)).is_terminal
         if done:
             self._memory_changes.changed(tenant)  # phase 2 may have extracted memories
         return done

@@ -277,21 +277,20 @@ async def _settle(
 async def finalise(
     openviking: OpenVikingClient,
     tenant: Tenant,
-    checkpoint_id: str,
+    record: CheckpointRecord,
     *,
     deadline: float | None = None,
-) -> CheckpointRecord | None:
+) -> CheckpointRecord:
     """Finish a checkpoint whose OpenViking task is terminal; idempotent and race-safe.
 
-    Returns the checkpoint as stored afterwards (still PENDING while phase 2 runs), or None when
-    the checkpoint is unknown. A terminal checkpoint is removed from its stream's inflight list.
+    `record` is the checkpoint as the caller just read it (a poll reads it once, not twice):
+    every change made here is a compare-and-swap on the stored document, so an older copy only
+    costs a retry. Returns the checkpoint as stored afterwards (still PENDING while phase 2 runs).
+    A terminal checkpoint is removed from its stream's inflight list.
     """
     documents = DocumentStore(openviking)
     store = CheckpointStore(documents)
     states = StreamStateStore(documents)
-    record = await store.read(tenant, checkpoint_id, deadline=deadline)
-    if record is None:
-        return None
     if not record.is_terminal and not record.archive_uri:
         record = await reconcile_commit(openviking, store, tenant, record, deadline)
         if not record.archive_uri:
@@ -304,7 +303,7 @@ async def finalise(
         record = await _settle(
             openviking, store, tenant, record, status=status, reason=reason, deadline=deadline
         )
-    await forget_inflight(states, stream_identity(tenant, record), checkpoint_id, deadline)
+    await forget_inflight(states, stream_identity(tenant, record), record.checkpoint_id, deadline)
     return record
 
 

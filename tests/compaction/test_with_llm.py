@@ -107,8 +107,10 @@ async def test_long_conversation_compacts_with_summary_memories_and_provenance(
         assert f"ce_session={cp.session_id}" in attrs.tags
 
         # Finalising again is a no-op.
-        again = await finalise(service.openviking, tenant, cp.checkpoint_id)
-        assert again is not None and again.status == Status.CHECKPOINT_STATUS_COMPLETED
+        stored = await CheckpointStore(DocumentStore(service.openviking)).read(tenant, cp.checkpoint_id)
+        assert stored is not None
+        again = await finalise(service.openviking, tenant, stored)
+        assert again.status == Status.CHECKPOINT_STATUS_COMPLETED
         assert again.extracted_memory_uris == list(cp.extracted_memory_uris)
 
 
@@ -189,10 +191,10 @@ async def test_background_compaction_of_a_stopped_replica_is_finished_by_another
         assert observed.archive_index == 1 and observed.extracted_memory_uris
         assert (await StreamWriter(second.openviking, who).state()).inflight == []
         # Concurrent finalisers agree.
-        results = await asyncio.gather(
-            *(finalise(second.openviking, tenant, cp.checkpoint_id) for _ in range(3))
-        )
-        assert {r.status for r in results if r is not None} == {Status.CHECKPOINT_STATUS_COMPLETED}
+        done = await CheckpointStore(DocumentStore(second.openviking)).read(tenant, cp.checkpoint_id)
+        assert done is not None
+        results = await asyncio.gather(*(finalise(second.openviking, tenant, done) for _ in range(3)))
+        assert {r.status for r in results} == {Status.CHECKPOINT_STATUS_COMPLETED}
 
 
 async def test_next_compact_finishes_a_stale_inflight_compaction(openviking_llm: OpenVikingWithLlm) -> None:
