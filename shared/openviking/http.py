@@ -73,7 +73,9 @@ def encode_json(value: Any) -> bytes:
 
 class HttpSession:
     """A keep-alive pool to one server (`base_url`), opened in the event loop of its first
-    request; `middlewares` wrap every attempt, the first outermost."""
+    request; `middlewares` wrap every attempt, the first outermost. Once closed it stays closed:
+    a request after `aclose` fails as unreachable instead of opening a new pool that nobody
+    would close (a task outliving its service's shutdown sends nothing)."""
 
     def __init__(self, base_url: str, pool: PoolLimits, middlewares: Sequence[Middleware] = ()) -> None:
         base = URL(base_url.rstrip("/"))
@@ -82,6 +84,7 @@ class HttpSession:
         self._base = str(base)
         self._pool = pool
         self._session: aiohttp.ClientSession | None = None
+        self._closed = False
         send: Send = self._send
         for middleware in reversed(middlewares):
             send = _wrapped(middleware, send)
@@ -99,7 +102,9 @@ class HttpSession:
         return HttpRequest(method, path, self.host, self.port, query, headers, body)
 
     def _open(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
+        if self._closed:
+            raise HttpUnreachable("the client is closed")
+        if self._session is None:
             connector = aiohttp.TCPConnector(
                 limit=self._pool.max_connections,
                 limit_per_host=self._pool.max_connections,
@@ -140,6 +145,7 @@ class HttpSession:
             raise HttpUnreachable(f"{type(exc).__name__}: {exc}") from exc
 
     async def aclose(self) -> None:
+        self._closed = True
         if self._session is not None and not self._session.closed:
             await self._session.close()
             await asyncio.sleep(0)  # let the connector close its sockets

@@ -137,6 +137,17 @@ async def test_connection_refused_is_unavailable_with_status_zero() -> None:
     assert raised.value.code == "UNAVAILABLE"
 
 
+async def test_a_closed_client_sends_nothing_more(scripted: ScriptedServer) -> None:
+    scripted.script("GET", "/api/v1/sessions/s1", ok({"session_id": "s1"}))
+    ov = OpenVikingClient(scripted.base_url, DevAuth(), retry=RetryPolicy(max_attempts=1))
+    await ov.get_session(TENANT, "s1")
+    await ov.aclose()
+    with pytest.raises(BackendUnavailable, match="closed") as raised:
+        await ov.get_session(TENANT, "s1")
+    assert raised.value.code == "UNAVAILABLE"
+    assert len(scripted.calls("GET", "/api/v1/sessions/s1")) == 1
+
+
 async def test_missing_envelope_keys_are_null(client: OpenVikingClient, scripted: ScriptedServer) -> None:
     # commit and find omit error/telemetry/profile; null values take the field defaults
     scripted.script(
