@@ -107,7 +107,7 @@ async def test_long_conversation_compacts_with_summary_memories_and_provenance(
         assert f"ce_session={cp.session_id}" in attrs.tags
 
         # Finalising again is a no-op.
-        stored = await CheckpointStore(DocumentStore(service.openviking)).read(tenant, cp.checkpoint_id)
+        stored = await store.read(tenant, cp.checkpoint_id)
         assert stored is not None
         again = await finalise(service.openviking, tenant, stored)
         assert again.status == Status.CHECKPOINT_STATUS_COMPLETED
@@ -181,7 +181,8 @@ async def test_background_compaction_of_a_stopped_replica_is_finished_by_another
     assert list(pending.messages) == []
     async with replica(settings) as second:
         tenant = writer.identity.tenant
-        stored = await CheckpointStore(DocumentStore(second.openviking)).read(tenant, cp.checkpoint_id)
+        store = CheckpointStore(DocumentStore(second.openviking))
+        stored = await store.read(tenant, cp.checkpoint_id)
         assert stored is not None and stored.status == Status.CHECKPOINT_STATUS_PENDING
         assert [
             entry.checkpoint_id for entry in (await StreamWriter(second.openviking, who).state()).inflight
@@ -191,7 +192,7 @@ async def test_background_compaction_of_a_stopped_replica_is_finished_by_another
         assert observed.archive_index == 1 and observed.extracted_memory_uris
         assert (await StreamWriter(second.openviking, who).state()).inflight == []
         # Concurrent finalisers agree.
-        done = await CheckpointStore(DocumentStore(second.openviking)).read(tenant, cp.checkpoint_id)
+        done = await store.read(tenant, cp.checkpoint_id)
         assert done is not None
         results = await asyncio.gather(*(finalise(second.openviking, tenant, done) for _ in range(3)))
         assert {r.status for r in results} == {Status.CHECKPOINT_STATUS_COMPLETED}
