@@ -87,6 +87,7 @@ bench: install ## Run the benchmarks (load, recall quality, 2 OpenViking shards,
 	$(PY) -m tests.bench.recall.run
 	$(PY) -m tests.bench.shards
 	$(PY) -m tests.bench.capture_path
+	$(PY) -m tests.bench.capture_path --pause-ms 300
 	$(PY) -m tests.chaos.trigger_latency
 
 .PHONY: bench-recall

@@ -73,6 +73,7 @@ from shared.domain.identity import RequestIdentity
 from shared.domain.stream_state import Outbox, PendingWrite, StreamState, StreamStateStore, utc_now
 from shared.openviking.client import OpenVikingClient
 from shared.openviking.tenant import Tenant
+from shared.runtime.answer_first import after_answer
 from shared.tokens import TokenCounter
 
 __all__ = ["Candidate", "ClaimPlan", "Planner", "ReleaseHook", "TranscriptWriter", "WriteResult"]
@@ -275,7 +276,9 @@ class TranscriptWriter:
     ) -> None:
         """Append an answered claim's outbox and owe its release; if the append fails, look at
         the claim again once it may be completed (`OutboxSweep.look_now`: what landed is read
-        back first), or leave it to the stream's next call."""
+        back first), or leave it to the stream's next call. It starts once the caller has its
+        answer (`after_answer`): the claim already holds the messages."""
+        await after_answer()
         try:
             appended = await self._append(identity, claim, plan, claimed_state, dedupe_host_ids=False)
         except Exception:

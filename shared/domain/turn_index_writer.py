@@ -30,6 +30,7 @@ from shared.domain.turn_index import (
 from shared.errors import BackendConflict, BackendInvalidArgument, BackendNotFound
 from shared.openviking.client import OpenVikingClient
 from shared.openviking.tenant import Tenant
+from shared.runtime.answer_first import after_answer
 
 log = logging.getLogger(__name__)
 
@@ -49,10 +50,19 @@ class TurnIndexWriter:
         return len(self._writes)
 
     def add_later(self, tenant: Tenant, session_id: str, messages: Sequence[IndexedMessage]) -> None:
-        """`add` in a task of its own (the caller does not wait; `drain` waits for all of them)."""
-        write = asyncio.create_task(self.add(tenant, session_id, messages), name=f"turn-index-{session_id}")
+        """`add` in a task of its own, once the caller has its answer (`after_answer`); the
+        caller does not wait, `drain` waits for all of them."""
+        write = asyncio.create_task(
+            self._add_after_answer(tenant, session_id, messages), name=f"turn-index-{session_id}"
+        )
         self._writes.add(write)
         write.add_done_callback(self._writes.discard)
+
+    async def _add_after_answer(
+        self, tenant: Tenant, session_id: str, messages: Sequence[IndexedMessage]
+    ) -> int:
+        await after_answer()
+        return await self.add(tenant, session_id, messages)
 
     async def drain(self) -> None:
         """Wait for every index write still running (bound it with a timeout)."""

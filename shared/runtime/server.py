@@ -25,6 +25,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from shared.config import Settings
+from shared.runtime.answer_first import AnswerFirst
 from shared.runtime.interceptors import ErrorMappingInterceptor, InflightCalls
 from shared.runtime.readiness import BackendReadiness
 
@@ -80,7 +81,7 @@ class ServiceHost:
         self._health = health.aio.HealthServicer()
         self._inflight = InflightCalls()
         self._server = aio.server(
-            interceptors=[*extra_interceptors, ErrorMappingInterceptor(self._inflight)],
+            interceptors=[*extra_interceptors, AnswerFirst(), ErrorMappingInterceptor(self._inflight)],
             options=server_options(settings),
         )
         self._stopped = asyncio.Event()

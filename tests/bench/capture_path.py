@@ -1,6 +1,6 @@
 """Capture path latency: AfterTurn and CommitTurn beside OpenViking's own batch append (issue 16).
 
-`python -m tests.bench.capture_path [--sessions 6 --turns 25] [--embeddings-url URL]` starts a
+`python -m tests.bench.capture_path [--sessions 6 --turns 25] [--pause-ms 0] [--embeddings-url URL]` starts a
 private OpenViking (extraction off; its own embedding server unless one is given) and capture +
 compaction in this process, then plays the same seeded sessions three ways, turn by turn
 interleaved so that all three share the machine's load:
@@ -17,6 +17,11 @@ the same way (with a rotation, CommitTurn always came right after AfterTurn). Se
 turns round robin: a stream's next turn comes after one turn of every other session, as a
 host's next turn comes after a model call. (Back to back, a stream's next claim waits for the
 previous turn's append, which follows the answer: docs/benchmarks.md has those numbers.)
+
+With `--pause-ms`, every call is followed by that much idle time, as a host's model call follows
+its turn: the engine's writes after the answer (append, release, turn index) then land in that
+time instead of on the next call, and the table compares what a host waits for on a quiet
+OpenViking. Without it the calls come back to back and each way carries the others' writes.
 
 Every session has its own stream, so each turn is capture's steady path (no contention, no
 trigger: the thresholds are set out of reach); a session's first turn, which creates its
@@ -163,6 +168,8 @@ class _Ways:
     after_stub: capture_pb2_grpc.CaptureServiceStub
     commit_stub: capture_pb2_grpc.CaptureServiceStub
     http: httpx.AsyncClient
+    pause: float = 0.0
+    """Idle seconds after every call (a host's model call)."""
 
     async def play(self, stream: _Stream, turn: Turn) -> None:
         user_message, rest = turn_messages(turn, stream.session.session_id)
@@ -185,9 +192,11 @@ class _Ways:
             else:
                 raw = raw_append(self.http, stream.raw_session, stream.headers, body)
                 await self.append.time(raw, steady=steady)
+            if self.pause:
+                await asyncio.sleep(self.pause)
 
 
-async def measure(base_url: str, sessions: int, turns: int, seed: int) -> list[Series]:
+async def measure(base_url: str, sessions: int, turns: int, seed: int, pause: float = 0.0) -> list[Series]:
     after = Series("engine AfterTurn (whole transcript)", CallLog())
     commit = Series("engine CommitTurn (the turn)", CallLog())
     append = Series("OpenViking batch append (the turn)")
@@ -204,7 +213,7 @@ async def measure(base_url: str, sessions: int, turns: int, seed: int) -> list[S
             commit_stub = capture_pb2_grpc.CaptureServiceStub(commit_channel)
             played = generate(sessions, turns, seed).sessions
             streams = [_Stream.of(session, run, position) for position, session in enumerate(played)]
-            ways = _Ways(after, commit, append, after_stub, commit_stub, http)
+            ways = _Ways(after, commit, append, after_stub, commit_stub, http, pause)
             for index in range(max(len(stream.session.turns) for stream in streams)):
                 for stream in streams:  # round robin: a stream's next turn comes after all others'
                     if index < len(stream.session.turns):
@@ -256,11 +265,16 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=6)
     parser.add_argument("--turns", type=int, default=25)
     parser.add_argument("--seed", type=int, default=16)
+    parser.add_argument("--pause-ms", type=float, default=0.0, help="idle time after every call")
     args = parser.parse_args()
     ensure_offline_tiktoken()
     with private_stack(args.embeddings_url) as stack:
-        series = asyncio.run(measure(stack.openviking_url, args.sessions, args.turns, args.seed))
-    print(f"capture path: {args.sessions} sessions x {args.turns - 1} steady turns, 1 caller, interleaved")
+        series = asyncio.run(
+            measure(stack.openviking_url, args.sessions, args.turns, args.seed, args.pause_ms / 1000)
+        )
+    pacing = f"{args.pause_ms:g} ms idle after every call" if args.pause_ms else "back to back"
+    steady = f"{args.sessions} sessions x {args.turns - 1} steady turns"
+    print(f"capture path: {steady}, 1 caller, interleaved, {pacing}")
     print(table(series))
 
 

@@ -102,6 +102,7 @@ async def test_steady_commit_turn_waits_for_the_claim_only_and_a_replay_is_dupli
         assert len(sent) <= STEADY_ROUND_TRIPS, sent
         assert reply.status == capture_pb2.COMMIT_TURN_STATUS_COMMITTED
         assert (reply.first_sequence, reply.last_sequence) == (4 * n - 4, 4 * n - 1)
+    await settle(host, log, identity)  # the answered turn's append starts after its answer
     replay, sent = await waited(log, host.stub.CommitTurn(commit(identity, 3), timeout=CALL_TIMEOUT))
     assert replay.status == capture_pb2.COMMIT_TURN_STATUS_DUPLICATE and len(sent) <= STEADY_ROUND_TRIPS
     assert (replay.first_sequence, replay.last_sequence) == (8, 11)
