@@ -20,6 +20,7 @@ from contextengine.v1 import checkpoint_pb2, common_pb2, compaction_pb2, compact
 from grpc import aio
 
 from shared.domain.identity import RequestIdentity
+from shared.runtime.answer_first import after_answer
 from shared.runtime.context import InProcess
 
 log = logging.getLogger(__name__)
@@ -87,6 +88,7 @@ class CompactionNudger:
     async def _send(
         self, identity: RequestIdentity, trigger: checkpoint_pb2.CompactionTrigger.ValueType
     ) -> None:
+        await after_answer()  # the hand-off is stored: the turn's caller goes first
         if self._local is not None and self._local.own_hand_offs is not None:
             try:  # CompactionService runs in this process: no hop, and it works while draining
                 await asyncio.wait_for(self._local.own_hand_offs(identity), self._call_timeout)

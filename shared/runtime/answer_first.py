@@ -1,7 +1,8 @@
 """Work a call leaves for after its answer starts once the answer has left.
 
 Capture answers a steady turn as soon as its claim is stored and writes the rest (the append of
-the claimed messages, the turn index) in tasks of its own. Started at once, those tasks' first
+the claimed messages, the turn index; the compaction nudge of a turn that handed one off) in
+tasks of its own. Started at once, those tasks' first
 steps (building a request body, sending it) ran on the event loop between the handler's return
 and gRPC sending the response: about 3 ms more on every answer (issue 16, measured with the
 capture-path bench's segment timings). `AnswerFirst` gives each unary call an event that gRPC
