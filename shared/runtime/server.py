@@ -28,6 +28,7 @@ from shared.config import Settings
 from shared.runtime.answer_first import AnswerFirst
 from shared.runtime.interceptors import ErrorMappingInterceptor, InflightCalls
 from shared.runtime.readiness import BackendReadiness
+from shared.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
 
@@ -99,6 +100,8 @@ class ServiceHost:
         reflection.enable_server_reflection(
             [*names, health.SERVICE_NAME, reflection.SERVICE_NAME], self._server
         )
+        # The first count of a replica would load and parse the BPE file (~0.1-0.3 s): do it now.
+        await asyncio.to_thread(TokenCounter.for_model, "", self._settings.default_encoding)
         wanted = self._settings.grpc_port if port is None else port
         self.port = self._server.add_insecure_port(f"{self._settings.grpc_host}:{wanted}")
         await self._server.start()
