@@ -2,12 +2,12 @@
 
 Capture answers a steady turn as soon as its claim is stored and writes the rest (the append of
 the claimed messages, the turn index; the compaction nudge of a turn that handed one off) in
-tasks of its own. Started at once, those tasks' first
-steps (building a request body, sending it) ran on the event loop between the handler's return
-and gRPC sending the response: about 3 ms more on every answer (issue 16, measured with the
-capture-path bench's segment timings). `AnswerFirst` gives each unary call an event that gRPC
-sets when it has finished the call (`add_done_callback`), and `after_answer` waits for it - at
-most `ANSWER_WAIT_SECONDS`, so that a call gRPC never reports finished delays nothing for long.
+tasks of its own. Started at once, those tasks' first steps (building a request body, sending
+it) ran on the event loop between the handler's return and gRPC sending the response: about
+3 ms more on every answer (issue 16, measured with the capture-path bench's segment timings).
+`AnswerFirst` gives each unary call an event that gRPC sets when it has finished the call
+(`add_done_callback`), and `after_answer` waits for it - at most `ANSWER_WAIT_SECONDS`, so that
+a call gRPC never reports finished delays nothing for long.
 Outside a gRPC call (in-process callers, tests) `after_answer` returns at once.
 """
 
@@ -21,7 +21,7 @@ from typing import Any
 import grpc
 from grpc import aio
 
-from shared.runtime.interceptors import UnaryHandler, UnaryInterceptor
+from shared.runtime.interceptors import UNGUARDED_PREFIXES, UnaryHandler, UnaryInterceptor
 
 ANSWER_WAIT_SECONDS = 0.05
 """Longest that work left for after an answer waits for it."""
@@ -42,9 +42,13 @@ async def after_answer() -> None:
 
 
 class AnswerFirst(UnaryInterceptor):
-    """Marks each unary call answered when gRPC is done with it (response or error sent)."""
+    """Marks each unary call answered when gRPC is done with it (response or error sent); probes
+    and reflection leave no work behind and pass untouched."""
 
     def wrap(self, details: grpc.HandlerCallDetails, inner: UnaryHandler) -> UnaryHandler | None:
+        if details.method.startswith(UNGUARDED_PREFIXES):
+            return None
+
         async def handler(request: Any, context: aio.ServicerContext[Any, Any]) -> Any:
             answered = asyncio.Event()
 

@@ -1,7 +1,7 @@
 """Capture path latency: AfterTurn and CommitTurn beside OpenViking's own batch append (issue 16).
 
-`python -m tests.bench.capture_path [--sessions 6 --turns 25] [--pause-ms 0] [--embeddings-url URL]` starts a
-private OpenViking (extraction off; its own embedding server unless one is given) and capture +
+`python -m tests.bench.capture_path [--sessions 6 --turns 25] [--pause-ms 0] [--embeddings-url URL]`
+starts a private OpenViking (extraction off; its own embedding server unless one is given) and capture +
 compaction in this process, then plays the same seeded sessions three ways, turn by turn
 interleaved so that all three share the machine's load:
 
