@@ -54,8 +54,8 @@ def tool_call_id_for(*parts: str) -> str:
 
 
 def recall_tool_result_json(memories: Sequence[MemoryForInjection], source: str) -> str:
-    """`{"memories":[{"kind","uri","category","said_at"?,"content","score"}...],"source":...}` as the
-    model sees it (`services.assembly.recall_json`)."""
+    """`{"memories": ["<when> <what> ref=<handle>", ...], "source": ...}` as the model sees it
+    (`services.assembly.recall_json`)."""
     return "".join(recall_json_pieces(memories, source))
 
 

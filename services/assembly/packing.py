@@ -35,7 +35,7 @@ from services.assembly.injection import (
     recall_pair,
     summary_message,
 )
-from services.assembly.recall_json import head_of, pieces_tokens, recall_json_pieces, score_piece
+from services.assembly.recall_json import item_piece, pieces_tokens, recall_json_pieces
 from services.assembly.shown import ShownExchanges
 from services.assembly.token_counts import MessageTokens
 from shared.domain.turns import Turn
@@ -103,8 +103,8 @@ def _ordered(
 
 class _RecallCosts:
     """Token cost of the injected pair for a set of items: exact base + per-item increments. The
-    result's JSON is counted by its pieces (`services.assembly.recall_json`): exactly, and with
-    only the scores new text on each call."""
+    result's JSON is counted by its pieces (`services.assembly.recall_json`): exactly, and each
+    item's piece once per process."""
 
     def __init__(self, plan: RecallPlan | None, count: MessageTokens) -> None:
         self._plan = plan
@@ -114,14 +114,12 @@ class _RecallCosts:
         self.base = self.exact([0]) - self.item(0) if plan and plan.memories else 0
 
     def item(self, index: int) -> int:
-        """What item `index` adds to the JSON: ` {...head` and ` score},` (counted when first
-        asked: packing stops at the first item that does not fit, so most are never counted)."""
+        """What item `index` adds to the JSON, ` "...",` (counted when first asked: packing
+        stops at the first item that does not fit, so most are never counted)."""
         tokens = self._items.get(index)
         if tokens is None:
             assert self._plan is not None
-            memory = self._plan.memories[index]
-            counter = self._count.counter
-            tokens = counter.count(" " + head_of(memory)) + counter.count(score_piece(memory, ","))
+            tokens = self._count.counter.count(item_piece(self._plan.memories[index]))
             self._items[index] = tokens
         return tokens
 

@@ -12,8 +12,10 @@
      whole index, but OpenViking scans files, O(exchanges) per call), or none (`off`)
      (`recallLexicalSource`);
 3. one ranking: reciprocal-rank fusion of the three lists (`fusion`);
-4. items: abstract or body, dated, truncated, bounded by the recall token cap; packing then
-   decides how many fit the request's budget.
+4. items: a memory's abstract or body (cut at recallMaxContentChars), an exchange whole (cut
+   only when it alone is longer than the recall share), sized with what packing will pay for
+   each (its piece of the result JSON) up to the recall token cap; packing then decides how many
+   fit the request's budget.
 
 Which memories an agent sees is `shared.domain.memory_scope` (USER: every agent of the user;
 AGENT: only the agent that stored it, ids compared exactly).
@@ -40,10 +42,11 @@ from services.assembly.candidates import (
 )
 from services.assembly.fusion import reciprocal_rank_fusion
 from services.assembly.injection import MemoryForInjection
-from services.assembly.memory_rules import memory_line, rank_candidates, select_candidates, truncate_content
+from services.assembly.memory_rules import rank_candidates, select_candidates, truncate_content
 from services.assembly.ports import MemorySearch
+from services.assembly.recall_json import item_piece
 from shared.config import Settings
-from shared.domain.turn_index import TURN_INDEX_ROOT, document_date, said_from_tags
+from shared.domain.turn_index import TURN_INDEX_ROOT, document_date, said_from_tags, undated
 from shared.errors import BackendNotFound, BackendTimeout, ContextEngineError
 from shared.openviking.models.search import FindResult
 from shared.openviking.tenant import Tenant
@@ -55,6 +58,8 @@ EXPLICIT_RECALL_TOKENS = 2000
 TURN_CANDIDATES = 200
 """Semantic pool: enough to fill an 8k-token budget and to give BM25 a corpus (a larger `limit`
 costs find almost nothing: ~36 ms at 20, ~41 ms at 80)."""
+CHARS_PER_TOKEN = 3
+"""A conservative characters-per-token for cutting an over-long exchange before it is counted."""
 T = TypeVar("T")
 
 
@@ -70,6 +75,9 @@ class RecallConfig:
     """Cap on the recalled items' lines; packing then fits them into the request's budget."""
     max_items: int = 0
     """Cap on the number of items (0: none)."""
+    max_turn_chars: int = 0
+    """Longest exchange text kept whole (0: no cut): an exchange is cut only when it alone
+    would take more than the recall share of the budget."""
 
     @classmethod
     def from_settings(cls, settings: Settings, *, limit: int = 0, budget: int = 0) -> RecallConfig:
@@ -77,14 +85,17 @@ class RecallConfig:
         explicit and fallback recall (no `budget`) return at most `limit` items within
         recallTokenBudget, or the upstream 2,000 tokens when none is set."""
         cap = settings.recall_token_budget
+        token_budget = min(cap or budget, budget) if budget else cap or EXPLICIT_RECALL_TOKENS
+        share = int(token_budget * (settings.recall_budget_share if budget else 1.0))
         return cls(
             limit=limit or settings.recall_limit,
             score_threshold=settings.recall_score_threshold,
             max_content_chars=settings.recall_max_content_chars,
             prefer_abstract=settings.recall_prefer_abstract,
             lexical_source=settings.recall_lexical_source,
-            token_budget=min(cap or budget, budget) if budget else cap or EXPLICIT_RECALL_TOKENS,
+            token_budget=token_budget,
             max_items=0 if budget else limit or settings.recall_limit,
+            max_turn_chars=share * CHARS_PER_TOKEN,
         )
 
     @property
@@ -132,11 +143,12 @@ class RecallOutcome:
 
 
 def fit_token_budget(items: Iterable[RecalledItem], counter: TokenCounter, budget: int) -> list[RecalledItem]:
-    """Items in order while their `- [category] content` lines fit `budget`; the first always does."""
+    """Items in order while what packing pays for them (their pieces of the result JSON) fits
+    `budget`; the first always does."""
     kept: list[RecalledItem] = []
     used = 0
     for item in items:
-        tokens = counter.count(memory_line(item.candidate.category, item.content))
+        tokens = counter.count(item_piece(item.for_injection()))
         if kept and used + tokens > budget:
             break
         kept.append(RecalledItem(item.candidate, item.rank, item.content, tokens))
@@ -159,13 +171,16 @@ async def bounded(aw: Awaitable[T], deadline: float) -> T:
         return await aw
 
 
-def content_of(candidate: Candidate, prefer_abstract: bool) -> str:
-    """What the model is shown: a turn's dated text; a memory's abstract when preferred, else its body."""
+def content_of(candidate: Candidate, config: RecallConfig) -> str:
+    """What the model is shown: an exchange's messages (the item carries its date once, so the
+    lines do not), cut only past `max_turn_chars`; a memory's abstract when preferred, else its
+    body, cut at `max_content_chars`."""
     if candidate.kind == "turn":
-        return candidate.body
-    if prefer_abstract and candidate.abstract.strip():
-        return candidate.abstract
-    return candidate.body or candidate.abstract
+        text = undated(candidate.body)
+        return truncate_content(text, config.max_turn_chars) if config.max_turn_chars else text.strip()
+    if config.prefer_abstract and candidate.abstract.strip():
+        return truncate_content(candidate.abstract, config.max_content_chars)
+    return truncate_content(candidate.body or candidate.abstract, config.max_content_chars)
 
 
 async def _leg(what: str, call: Awaitable[T], deadline: float, outcome: RecallOutcome) -> T | None:
@@ -222,11 +237,7 @@ async def recall_memories(
     )
     # Built lazily, best first: fitting the token cap stops at the first item past it.
     items = (
-        RecalledItem(
-            by_uri[uri],
-            rank,
-            truncate_content(content_of(by_uri[uri], config.prefer_abstract), config.max_content_chars),
-        )
+        RecalledItem(by_uri[uri], rank, content_of(by_uri[uri], config))
         for uri, rank in fused
         if uri not in exclude_uris
     )

@@ -1,12 +1,17 @@
-"""The recall tool result's JSON, built from pieces that tokenize on their own.
+"""The recall tool result's JSON: compact items, built from pieces that tokenize on their own.
 
-The JSON the model reads, `{"memories": [{"kind": ..., "score": 0.8244}, ...], "source": ...}`,
-is the longest text of an Assemble (up to half the budget) and is counted on every call. It is
-cut where the pre-tokenizer of every shipped encoding (`shared.tokens.SHIPPED_ENCODINGS`) splits
-anyway: right after an item's `"score":` and after the `},` that ends an item. BPE never merges
-across a pre-tokenizer split, so the JSON's token count is the sum of its pieces' counts. An
-item's head (all of it but its score) does not depend on the query, so its text and its count
-are remembered; only the scores are new on each call.
+The model reads `{"memories": ["2026-03-04 14:05 user: ...\\nassistant: ... ref=t3fa9c2d1e4.12",
+...], "source": "openviking-auto-recall"}`: the design's `{"memories": [...], "source": ...}`
+shape (§3.3), each item one string that says when it was said (once, not per line), what was
+said, and the handle `memory_expand` takes (`shared.domain.recall_handles`). No score, kind, URI
+or category keys: measured on long conversations (the recall issue), those took 82 of an
+exchange's 171 tokens, and the model uses none of them.
+
+The JSON is counted on every Assemble, so it is cut where the pre-tokenizer of every shipped
+encoding (`shared.tokens.SHIPPED_ENCODINGS`) splits anyway: between the `,` that ends an item and
+the space that starts the next. BPE never merges across a pre-tokenizer split, so the JSON's
+token count is the sum of its pieces' counts, and an item's piece (its text does not depend on
+the query) is counted once per process.
 """
 
 from __future__ import annotations
@@ -16,12 +21,13 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Protocol
 
+from shared.domain.recall_handles import handle_for
 from shared.tokens import TokenCounter
 
-SCORE_KEY = '"score":'
 OPENING = '{"memories": ['
-REMEMBERED_HEADS = 8_192
-"""Items whose JSON head a process remembers (recalled memories and exchanges recur)."""
+SEPARATOR = ","
+REMEMBERED_ITEMS = 8_192
+"""Items whose JSON string a process remembers (recalled memories and exchanges recur)."""
 
 
 class RecalledForModel(Protocol):
@@ -37,47 +43,48 @@ class RecalledForModel(Protocol):
     def said_at(self) -> str: ...
     @property
     def content(self) -> str: ...
-    @property
-    def score(self) -> float: ...
 
 
-@lru_cache(maxsize=REMEMBERED_HEADS)
-def _head(kind: str, uri: str, category: str, said_at: str, content: str) -> str:
-    """`{"kind": ..., "content": ..., "score":` of one item."""
-    item = json.dumps(
-        {
-            "kind": kind,
-            "uri": uri,
-            "category": category,
-            **({"said_at": said_at} if said_at else {}),
-            "content": content,
-            "score": 0,
-        },
-        ensure_ascii=False,
-    )
-    return item[: item.rindex(SCORE_KEY) + len(SCORE_KEY)]
+def item_text(memory: RecalledForModel) -> str:
+    """`<when> <what> ref=<handle>`: an exchange's text is its role-labelled messages; a stored
+    memory's is `<category>: <content>`."""
+    return _item_text(memory.kind, memory.uri, memory.category, memory.said_at, memory.content)
 
 
-def head_of(memory: RecalledForModel) -> str:
-    return _head(memory.kind, memory.uri, memory.category, memory.said_at, memory.content)
+@lru_cache(maxsize=REMEMBERED_ITEMS)
+def _item_text(kind: str, uri: str, category: str, said_at: str, content: str) -> str:
+    what = content.strip() if kind == "turn" or not category else f"{category}: {content.strip()}"
+    when = f"{said_at} " if said_at else ""
+    handle = handle_for(uri) if uri else ""
+    return f"{when}{what} ref={handle}" if handle else f"{when}{what}"
 
 
-def score_piece(memory: RecalledForModel, closing: str) -> str:
-    """` 0.8244},` (or the closing of the whole JSON after the last item). A finite float's JSON
-    is its repr (what `json.dumps` writes), without the encoder's machinery."""
-    return f" {round(float(memory.score), 4)!r}}}{closing}"
+@lru_cache(maxsize=REMEMBERED_ITEMS)
+def _item_json(kind: str, uri: str, category: str, said_at: str, content: str) -> str:
+    return json.dumps(_item_text(kind, uri, category, said_at, content), ensure_ascii=False)
+
+
+def item_json(memory: RecalledForModel) -> str:
+    return _item_json(memory.kind, memory.uri, memory.category, memory.said_at, memory.content)
+
+
+def closing(source: str) -> str:
+    return f'], "source": {json.dumps(source, ensure_ascii=False)}}}'
+
+
+def item_piece(memory: RecalledForModel) -> str:
+    """What an item adds in the middle of the list: ` "...",` (what packing pays per item)."""
+    return f" {item_json(memory)}{SEPARATOR}"
 
 
 def recall_json_pieces(memories: Sequence[RecalledForModel], source: str) -> list[str]:
     """The pieces whose concatenation is the tool result's JSON."""
-    end = f'], "source": {json.dumps(source, ensure_ascii=False)}}}'
+    end = closing(source)
     if not memories:
         return [f"{OPENING}{end}"]
-    pieces: list[str] = []
-    last = len(memories) - 1
-    for i, memory in enumerate(memories):
-        pieces.append((OPENING if i == 0 else " ") + head_of(memory))
-        pieces.append(score_piece(memory, end if i == last else ","))
+    pieces = [item_piece(memory) for memory in memories]
+    pieces[0] = OPENING + pieces[0][1:]
+    pieces[-1] = pieces[-1][: -len(SEPARATOR)] + end
     return pieces
 
 

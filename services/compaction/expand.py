@@ -8,6 +8,8 @@ Accepted references:
   through the provenance document written when its compaction was finalised;
 - a turn-index URI `viking://user/<me>/resources/ce-turns/<session>/<sequence>.md` (a recalled
   raw exchange): that exchange's exact messages, live or archived;
+- a recalled exchange's handle `t<digest>.<sequence>` (what a recall result shows,
+  `shared.domain.recall_handles`): the same as its turn-index URI;
 - a turn id `ct-...` (the pointer in an elided tool output): that message, from the caller's
   stream.
 
@@ -26,6 +28,7 @@ from dataclasses import dataclass, field
 
 from contextengine.v1 import common_pb2, compaction_pb2
 
+from services.compaction.handles import session_of
 from services.compaction.transcript import session_turns
 from shared.domain.archives import archive_messages_uri, read_archive_turns, session_uri
 from shared.domain.checkpoints import CheckpointRecord, CheckpointStore, Status, is_checkpoint_id
@@ -33,6 +36,7 @@ from shared.domain.documents import DocumentStore
 from shared.domain.envelope import TURN_ID_PREFIX, PersistedTurn, texts_of, turn_envelope
 from shared.domain.identity import RequestIdentity, check_free_text_id
 from shared.domain.paging import page_offset, page_token
+from shared.domain.recall_handles import parse_turn_handle
 from shared.domain.stream_state import StreamState, StreamStateStore
 from shared.domain.turn_index import parse_turn_uri
 from shared.errors import BackendNotFound, InvalidArgument, NotFound, PermissionDenied
@@ -65,7 +69,7 @@ def overlap_score(query_words: set[str], text: str) -> float:
 @dataclass(frozen=True)
 class Reference:
     kind: str
-    """"checkpoint", "session", "archive", "memory", "turn" or "turn_id"."""
+    """"checkpoint", "session", "archive", "memory", "turn", "turn_handle" or "turn_id"."""
     uri: str
     """Canonical URI (`viking://user/<me>/...`), or the checkpoint or turn id."""
     session_id: str = ""
@@ -83,6 +87,9 @@ def parse_reference(raw: str, tenant: Tenant) -> Reference:
         return Reference("checkpoint", value)
     if value.startswith(TURN_ID_PREFIX):
         return Reference("turn_id", value)
+    handle = parse_turn_handle(value)
+    if handle is not None:
+        return Reference("turn_handle", value, first_sequence=handle.first_sequence)
     if not value.startswith(_SCHEME):
         raise InvalidArgument(FIELD, "must be a viking:// URI or a checkpoint id")
     path = value[len(_SCHEME) :].rstrip("/")
@@ -184,6 +191,13 @@ class Expander:
         """A recalled exchange (turn-index URI) or one message by turn id (in the caller's stream)."""
         if ref.kind == "turn":
             return [Source(ref.session_id, "", identity.agent_id, exchange_from=ref.first_sequence)]
+        if ref.kind == "turn_handle":
+            handle = parse_turn_handle(ref.uri)
+            assert handle is not None  # parse_reference made it from one
+            session_id = await session_of(self._ov, identity.tenant, handle, deadline)
+            if session_id is None:
+                raise NotFound(f"{FIELD}: {ref.uri} names no recalled exchange in your space")
+            return [Source(session_id, "", identity.agent_id, exchange_from=ref.first_sequence)]
         state = await self._stream_state(identity.tenant, identity.stream_id, deadline)
         if state is None or not ref.uri.startswith(f"{TURN_ID_PREFIX}{identity.stream_id[:12]}-"):
             raise NotFound(f"{FIELD}: {ref.uri} is not a turn of this session's stream")
@@ -199,7 +213,7 @@ class Expander:
             if record is None or not record.archive_uri:
                 raise NotFound(f"{FIELD}: checkpoint {ref.uri} not found")
             return [self._source(record, identity)], ""
-        if ref.kind in ("turn", "turn_id"):
+        if ref.kind in ("turn", "turn_handle", "turn_id"):
             return await self._turn_sources(identity, ref, deadline), ""
         if ref.kind in ("session", "archive"):
             records = await self._checkpoints_of_session(tenant, ref.session_id, deadline)

@@ -186,6 +186,12 @@ def document_date(content: str) -> str:
     return match["date"] if match else ""
 
 
+def undated(content: str) -> str:
+    """An indexed exchange as the model reads it in a recalled item: `role: text` lines, without
+    the date every line carries in the index (the item says it once)."""
+    return "\n".join(_LINE.sub(r"\g<role>: ", line, count=1) for line in content.splitlines())
+
+
 def document_texts(content: str) -> list[str]:
     """The message texts of an indexed exchange (date and role prefixes removed)."""
     texts: list[str] = []

@@ -11,6 +11,7 @@ from contextengine.v1 import assembly_pb2, common_pb2, packet_pb2
 
 from shared.config import Settings
 from shared.domain.memory_scope import AGENT, scope_tags
+from shared.domain.recall_handles import handle_for
 from shared.localstack.processes import free_port
 from shared.openviking import DevAuth, OpenVikingClient, RetryPolicy, Tenant
 from tests.assembly.conftest import assembly_stub
@@ -86,8 +87,8 @@ async def test_memories_recalled_for_their_user_only(ov: OpenVikingClient) -> No
     assert result.role == common_pb2.MESSAGE_ROLE_TOOL_RESULT and tr.tool_call_id == tool_call.id
     payload = json.loads(tr.content[0].text.text)
     assert payload["source"] == "openviking-auto-recall"
-    assert set(payload["memories"][0]) == {"kind", "uri", "category", "content", "score"}
-    assert payload["memories"][0]["kind"] == "memory"
+    editor_item = f"notes: {EDITOR_FACT} ref={handle_for(editor.uri)}"
+    assert editor_item in payload["memories"] and handle_for(editor.uri).startswith("viking://~/memories/")
     assert call.id.startswith("ce-injected-") and result.id.startswith("ce-injected-")
     # Bob never sees Alice's memories.
     assert not bob.packet.degraded, bob.packet.degraded_reasons

@@ -14,6 +14,7 @@ from services.assembly.injection import (
     tool_call_id_for,
 )
 from shared.domain.messages import validate_messages
+from shared.domain.recall_handles import session_digest
 from tests.assembly.helpers import user
 
 
@@ -38,24 +39,21 @@ def test_injected_pair_shape() -> None:
     tr = result.content[0].tool_result
     assert (tr.tool_call_id, tr.tool_name, len(tr.content)) == ("abcDEF123", "memory_recall_auto", 1)
     assert json.loads(tr.content[0].text.text) == {
-        "memories": [
-            {
-                "kind": "memory",
-                "uri": memories[0].uri,
-                "category": "p",
-                "content": "likes tea",
-                "score": 0.8123,
-            }
-        ],
+        "memories": ["p: likes tea ref=viking://~/memories/p/x.md"],
         "source": "openviking-auto-recall",
     }
-    # A recalled raw exchange says so, and when it was said.
+    # A recalled raw exchange says when it was said, and the handle memory_expand takes.
     turn = MemoryForInjection(
-        "viking://~/resources/ce-turns/s/0000001.md", "conversation", "u: hi", 0.5, "turn", "2025-01-02 10:00"
+        "viking://~/memories/ce-turns/s/0000001.md",
+        "conversation",
+        "user: hi",
+        0.5,
+        "turn",
+        "2025-01-02 10:00",
     )
     _, turn_result = injected_recall_pair("tea?", [turn], "abcDEF123")
     shown = json.loads(turn_result.content[0].tool_result.content[0].text.text)["memories"][0]
-    assert (shown["kind"], shown["said_at"]) == ("turn", "2025-01-02 10:00")
+    assert shown == f"2025-01-02 10:00 user: hi ref=t{session_digest('s')}.1"
     for message in (call, result):
         assert message.id.startswith("ce-injected-")
         assert json.loads(message.host_fields.json) == {"contextengine_injected": "memory_recall_auto"}

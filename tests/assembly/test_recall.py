@@ -8,7 +8,6 @@ from contextengine.v1 import packet_pb2
 
 from services.assembly.candidates import Candidate, agent_tag, category_of, merge_candidates
 from services.assembly.memory_rules import (
-    memory_line,
     query_tokens,
     rank_score,
     select_candidates,
@@ -21,6 +20,7 @@ from services.assembly.recall import (
     fit_token_budget,
     recall_memories,
 )
+from services.assembly.recall_json import item_piece
 from shared.domain.memory_scope import AGENT, agent_key, scope_tags
 from shared.openviking import DevAuth, OpenVikingClient, RetryPolicy
 from shared.tokens import TokenCounter
@@ -123,7 +123,7 @@ def test_truncation() -> None:
 
 def test_token_budget_counts_real_tokens_and_always_keeps_first() -> None:
     items = [RecalledItem(cand(f"{M}/n/{i}.md", 0.9), 1.0, "word " * 100) for i in range(5)]
-    line_tokens = COUNTER.count(memory_line("n", "word " * 100))
+    line_tokens = COUNTER.count(item_piece(items[0].for_injection()))
     kept = fit_token_budget(items, COUNTER, line_tokens * 2 + 1)
     assert len(kept) == 2 and all(i.tokens == line_tokens for i in kept)
     assert len(fit_token_budget(items, COUNTER, 1)) == 1

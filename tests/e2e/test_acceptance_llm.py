@@ -148,7 +148,7 @@ async def test_long_conversation_continuity_in_a_new_session(
     assert not assembled.packet.degraded, assembled.packet.degraded_reasons
     assert len(recall_pair(assembled.messages)) == 2
     recalled = recalled_tool_result(assembled.messages)
-    contents = [str(m["content"]) for m in recalled["memories"]]  # type: ignore[union-attr]
+    contents = [str(m) for m in recalled["memories"]]  # type: ignore[union-attr]
     assert any("PostgreSQL 16" in c for c in contents), contents
     # The extracted memory is recalled (raw exchanges saying it may be recalled beside it).
     decision_uris = [

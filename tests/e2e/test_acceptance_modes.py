@@ -16,6 +16,7 @@ import grpc
 import pytest
 from contextengine.v1 import assembly_pb2, packet_pb2
 
+from shared.domain.recall_handles import handle_for
 from tests.e2e.host import (
     SUMMARY_HEADER,
     HostSession,
@@ -173,7 +174,9 @@ async def test_engine_not_hook_lifecycle(engine_only: Stubs) -> None:
     assembled = await host.assemble("Who owns the invoice service?")
     pair = recall_pair(assembled.messages)
     assert len(pair) == 2 and pair[0].content[0].tool_call.name == "memory_recall_auto"
-    assert stored.uri in [m["uri"] for m in recalled_tool_result(assembled.messages)["memories"]]  # type: ignore[union-attr,index]
+    shown = recalled_tool_result(assembled.messages)["memories"]
+    assert isinstance(shown, list)
+    assert any(str(m).endswith(f"ref={handle_for(stored.uri)}") for m in shown), shown
 
     compacted = await host.compact()
     assert compacted.compacted and compacted.checkpoint.status == Status.CHECKPOINT_STATUS_COMPLETED

@@ -13,6 +13,7 @@ import pytest
 from contextengine.v1 import assembly_pb2, capture_pb2, common_pb2
 
 from shared.domain.conversation import text_message
+from shared.domain.recall_handles import handle_for
 from shared.domain.turn_index import is_turn_uri
 from tests.e2e.host import (
     HostSession,
@@ -89,14 +90,15 @@ async def test_fact_said_only_in_conversation_is_recalled_dated_and_expands_exac
     assert not response.packet.degraded, response.packet.degraded_reasons
     items = recalled_tool_result(list(response.messages))["memories"]
     assert isinstance(items, list)
-    item = next(i for i in items if "Lisbon" in i["content"])
-    assert item["kind"] == "turn" and is_turn_uri(item["uri"].replace(f"user/{user}", "~"))
-    assert item["said_at"] == "2026-03-04 14:05" and "[2026-03-04 14:05] user: " + FACT in item["content"]
-    recalled = next(m for m in response.packet.recalled_memories if m.uri == item["uri"])
-    assert (recalled.kind, recalled.said_at) == ("turn", "2026-03-04 14:05")
+    item = next(i for i in items if "Lisbon" in i)
+    # Said once when, then what was said, then the handle memory_expand takes.
+    assert item.startswith("2026-03-04 14:05 ") and "user: " + FACT in item and item.count("2026-03-04") == 1
+    handle = item.rsplit(" ref=", 1)[1]
+    recalled = next(m for m in response.packet.recalled_memories if handle_for(m.uri) == handle)
+    assert (recalled.kind, recalled.said_at) == ("turn", "2026-03-04 14:05") and is_turn_uri(recalled.uri)
     assert response.packet.tokens.used <= 2000
 
-    expanded = await later.expand(item["uri"])
+    expanded = await later.expand(handle)
     turns = [t.turn for t in expanded.turns]
     assert [t.host_message_id for t in turns] == [m.id for m in first.transcript[2:4]]
     assert envelope_text(turns[0]) == FACT
