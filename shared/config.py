@@ -107,11 +107,13 @@ class Settings(BaseModel):
     The upstream default was 2000; the lossless-recall issue measured that a fixed cap keeps the
     context at ~1k tokens whatever the budget, so recall now fills the budget by relevance.
     """
-    recall_lexical_source: Literal["candidates", "grep", "off"] = Field(
-        default="candidates", alias="recallLexicalSource"
+    recall_lexical_source: Literal["index", "candidates", "grep", "off"] = Field(
+        default="index", alias="recallLexicalSource"
     )
-    """Lexical leg of recall: BM25 over the semantic pool (`candidates`), over every exchange grep
-    matches (`grep`, O(exchanges) per call in OpenViking), or none (`off`)."""
+    """Lexical leg of recall: BM25 over every exchange of the user in the replica's derived index
+    (`index`, services/assembly/exchange_index.py; the semantic pool until its first sync), over
+    the semantic pool only (`candidates`), over every exchange grep matches (`grep`, O(exchanges)
+    per call in OpenViking), or none (`off`)."""
     recall_budget_share: float = Field(default=0.5, alias="recallBudgetShare", gt=0.0, le=1.0)
     """Share of the request's budget recall may take before the recent raw window (it takes
     what the window leaves over, too)."""

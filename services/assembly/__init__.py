@@ -73,4 +73,4 @@ def _spec(servicer: AssemblyService) -> ServiceSpec:
             {"Assemble": (servicer.assemble_wire, ASSEMBLE_WIRE.parse)},
         )
 
-    return ServiceSpec(name=SERVICE_NAME, register=register)
+    return ServiceSpec(name=SERVICE_NAME, register=register, on_shutdown=(servicer.aclose,))

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from contextengine.v1 import common_pb2, packet_pb2
 
 from services.assembly.envelopes import EnvelopeCache, turn_envelopes
+from services.assembly.exchange_index import ExchangeIndex
 from services.assembly.fallback import relevant_memories_block
 from services.assembly.injection import (
     EXPLICIT_RECALL_SOURCE,
@@ -97,6 +98,8 @@ class AssembleCaches:
     token_counts: TokenCountCache
     profiles: ProfileCache
     envelopes: EnvelopeCache
+    exchanges: ExchangeIndex | None = None
+    """The lexical leg's index of every user's exchanges (None: BM25 over the semantic pool)."""
 
 
 async def assemble_context(
@@ -137,6 +140,7 @@ async def assemble_context(
         budget=budget,
         deadline=deadline,
         profiles=caches.profiles,
+        exchanges=caches.exchanges,
     )
     await asyncio.sleep(0)  # let retrieval's requests go out before the transcript's CPU work
     try:
@@ -208,6 +212,7 @@ async def recall_for_tool(
     *,
     limit: int,
     deadline: float,
+    exchanges: ExchangeIndex | None = None,
 ) -> RecallResult:
     """Explicit memory_recall: the same retrieval and ranking, the same tool-result shape."""
     counter = TokenCounter.for_model("", settings.default_encoding)
@@ -218,6 +223,7 @@ async def recall_for_tool(
         config=RecallConfig.from_settings(settings, limit=limit),
         counter=counter,
         deadline=deadline,
+        exchanges=exchanges,
     )
     return RecallResult(
         memories=[item.to_proto(query) for item in outcome.items],
@@ -244,6 +250,7 @@ async def recall_fallback_block(
     prompt: str,
     *,
     deadline: float,
+    exchanges: ExchangeIndex | None = None,
 ) -> FallbackResult:
     """The legacy `<relevant-memories>` block for `prompt` ("" when skipped or nothing found)."""
     text = sanitize_user_text(prompt)
@@ -257,6 +264,7 @@ async def recall_fallback_block(
         config=RecallConfig.from_settings(settings),
         counter=counter,
         deadline=deadline,
+        exchanges=exchanges,
     )
     block = relevant_memories_block(outcome.items)
     return FallbackResult(
@@ -275,6 +283,7 @@ async def _bounded_recall(
     config: RecallConfig,
     counter: TokenCounter,
     deadline: float,
+    exchanges: ExchangeIndex | None,
 ) -> RecallOutcome:
     try:
         return await bounded(
@@ -286,6 +295,7 @@ async def _bounded_recall(
                 config=config,
                 counter=counter,
                 deadline=deadline,
+                exchanges=exchanges,
             ),
             deadline,
         )

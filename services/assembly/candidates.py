@@ -121,11 +121,17 @@ def semantic_turns(turn_hits: Sequence[SearchHit], threshold: float) -> list[Can
 
 
 def lexical_turns(
-    terms: Sequence[str], pool: Sequence[Candidate], grepped: GrepResult | None
+    terms: Sequence[str],
+    pool: Sequence[Candidate],
+    grepped: GrepResult | None,
+    indexed: Sequence[lexical.LexicalHit] | None = None,
 ) -> list[Candidate]:
-    """BM25 order of the grep matches (when grep ran), else of the semantic pool's exchanges. An
-    exchange of the pool is its pool candidate (fusion shows it with its semantic score)."""
-    if grepped is not None:
+    """The exchange index's BM25 order (when it answered), else BM25 of the grep matches (when
+    grep ran), else of the semantic pool's exchanges. An exchange of the pool is its pool
+    candidate (fusion shows it with its semantic score)."""
+    if indexed is not None:
+        ranked = list(indexed)
+    elif grepped is not None:
         ranked = lexical.rank(terms, lexical.documents(grepped), [c.body for c in pool])
     else:
         ranked = lexical.rank(terms, {c.uri: c.body for c in pool}, [])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
+from shared.domain.turn_index_folders import FolderLister
 from shared.openviking.models.search import FindResult, GrepResult
 from shared.openviking.models.sessions import SessionContext
 from shared.openviking.tenant import Tenant
@@ -65,5 +66,5 @@ class SessionContextReader(Protocol):
     ) -> SessionContext: ...
 
 
-class AssemblyBackend(MemorySearch, SessionContextReader, Protocol):
+class AssemblyBackend(MemorySearch, SessionContextReader, FolderLister, Protocol):
     """Everything assembly reads from OpenViking."""

@@ -7,10 +7,11 @@
      (`memory_rules`, design §3.1): level 2 only, other agents' memories dropped, score
      threshold, category+abstract dedupe, query-aware ranking;
    - *turns, semantic*: the same find's turn-index documents above the threshold;
-   - *turns, lexical*: BM25 (`lexical`) over the semantic pool's exchanges (`candidates`, the
-     default: no extra call), or over every exchange `search/grep` finds (`grep`: exact over the
-     whole index, but OpenViking scans files, O(exchanges) per call), or none (`off`)
-     (`recallLexicalSource`);
+   - *turns, lexical*: BM25 over every exchange of the user in the replica's derived index
+     (`exchange_index`, the default `index`: no extra call, synced in the background; the
+     semantic pool until its first sync), over the semantic pool's exchanges only
+     (`candidates`), over every exchange `search/grep` finds (`grep`: exact, but OpenViking
+     scans files, O(exchanges) per call), or none (`off`) (`recallLexicalSource`);
 3. one ranking: reciprocal-rank fusion of the three lists (`fusion`);
 4. items: a memory's abstract or body (cut at recallMaxContentChars), an exchange whole (cut
    only when it alone is longer than the recall share), sized with what packing will pay for
@@ -40,6 +41,7 @@ from services.assembly.candidates import (
     semantic_turns,
     split_hits,
 )
+from services.assembly.exchange_index import ExchangeIndex
 from services.assembly.fusion import reciprocal_rank_fusion
 from services.assembly.injection import MemoryForInjection
 from services.assembly.memory_rules import rank_candidates, select_candidates, truncate_content
@@ -58,6 +60,8 @@ EXPLICIT_RECALL_TOKENS = 2000
 TURN_CANDIDATES = 200
 """Semantic pool: enough to fill an 8k-token budget and to give BM25 a corpus (a larger `limit`
 costs find almost nothing: ~36 ms at 20, ~41 ms at 80)."""
+LEXICAL_CANDIDATES = 200
+"""The exchange index's best BM25 matches fused with the semantic pool (the same depth)."""
 CHARS_PER_TOKEN = 3
 """A conservative characters-per-token for cutting an over-long exchange before it is counted."""
 T = TypeVar("T")
@@ -204,6 +208,7 @@ async def recall_memories(
     counter: TokenCounter,
     deadline: float,
     exclude_uris: frozenset[str] = frozenset(),
+    exchanges: ExchangeIndex | None = None,
 ) -> RecallOutcome:
     """Retrieve, fuse and bound memories and raw turns for `query`; failures degrade to fewer."""
     outcome = RecallOutcome(query)
@@ -230,7 +235,12 @@ async def recall_memories(
     selected = select_candidates(memories, config.score_threshold, config.candidate_limit)
     ranked_memories = [c for c, _ in rank_candidates(selected, query)[: config.limit]]
     dense = semantic_turns(turn_hits, config.score_threshold)
-    matched = lexical_turns(terms, dense, grepped) if config.lexical_source != "off" else []
+    indexed = (
+        exchanges.search(tenant, terms, LEXICAL_CANDIDATES)
+        if exchanges is not None and config.lexical_source == "index" and terms
+        else None
+    )
+    matched = lexical_turns(terms, dense, grepped, indexed) if config.lexical_source != "off" else []
     by_uri = {c.uri: c for c in [*matched, *dense, *ranked_memories]}
     fused = reciprocal_rank_fusion(
         [[c.uri for c in ranked_memories], [c.uri for c in dense], [c.uri for c in matched]]

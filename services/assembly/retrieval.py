@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from contextengine.v1 import packet_pb2
 
+from services.assembly.exchange_index import ExchangeIndex
 from services.assembly.ports import MemorySearch
 from services.assembly.profile import PROFILE_MAX_TOKENS, ProfileCache, StableProfile, load_stable_profile
 from services.assembly.recall import RecallConfig, RecallOutcome, bounded, describe_failure, recall_memories
@@ -58,6 +59,7 @@ class Retrieval:
         budget: int,
         deadline: float,
         profiles: ProfileCache,
+        exchanges: ExchangeIndex | None = None,
     ) -> Retrieval:
         recall_on = settings.auto_recall
         max_tokens = (settings.recall_token_budget or PROFILE_MAX_TOKENS * 2) // 2
@@ -71,6 +73,7 @@ class Retrieval:
                     config=RecallConfig.from_settings(settings, budget=budget),
                     counter=counter,
                     deadline=deadline,
+                    exchanges=exchanges,
                 ),
                 deadline,
             )

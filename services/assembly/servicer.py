@@ -16,6 +16,7 @@ from services.assembly.assemble import (
     retrieval_deadline,
 )
 from services.assembly.envelopes import ENVELOPES, EnvelopeCache
+from services.assembly.exchange_index import ExchangeIndex
 from services.assembly.ports import AssemblyBackend
 from services.assembly.profile import profile_cache
 from services.assembly.request_wire import ASSEMBLE_WIRE, AssembleWire
@@ -51,9 +52,15 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
             token_counts=TokenCountCache(),
             profiles=profile_cache(),
             envelopes=EnvelopeCache(ENVELOPES),
+            exchanges=ExchangeIndex(backend),
         )
         if memory_changes is not None:
             memory_changes.subscribe(self._caches.profiles.invalidate)
+
+    async def aclose(self) -> None:
+        """Stop the exchange index's background syncs (at shutdown, before the client closes)."""
+        if self._caches.exchanges is not None:
+            await self._caches.exchanges.aclose()
 
     def _deadline(self, context: Context) -> float:
         return retrieval_deadline(
@@ -119,6 +126,7 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
             request.query,
             limit=request.limit,
             deadline=self._deadline(context),
+            exchanges=self._caches.exchanges,
         )
         return assembly_pb2.RecallMemoriesResponse(
             memories=result.memories,
@@ -135,7 +143,12 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
         if len(request.prompt) > MAX_TEXT_CHARS:
             raise InvalidArgument("prompt", f"is longer than {MAX_TEXT_CHARS} characters")
         result = await recall_fallback_block(
-            self._backend, self._settings, identity, request.prompt, deadline=self._deadline(context)
+            self._backend,
+            self._settings,
+            identity,
+            request.prompt,
+            deadline=self._deadline(context),
+            exchanges=self._caches.exchanges,
         )
         return assembly_pb2.RecallFallbackResponse(
             prepend_context=result.prepend_context,

@@ -1,0 +1,216 @@
+"""The lexical leg's index: every exchange of a user's turn index in SQLite FTS5, per replica.
+
+Why a derived index: OpenViking's own keyword search (`search/search` with `search_type:
+keywords`) needs VikingDB's full-text index, which the embedded backend does not have (it
+answers 400 "Keyword search is not supported by the configured vector backend"), and BM25 over
+the semantic find's 200 hits only reorders what the embedding already found: it cannot bring
+back an exchange the embedding missed, and misses more as history grows. So each assembly
+replica keeps an index of its own, derived from OpenViking (the source of truth) and never
+written back:
+
+- per user, one FTS5 table of the turn-index documents (uri, text), ranked by FTS5's BM25;
+- synced in the background at most every `refresh_seconds`: one paged `ls` of the user's
+  turn-index folders (one per OpenViking session, with its modification time), then one
+  `search/grep` per new or changed folder, whose matches are the folder's documents line by line
+  (no read per document); a folder removed (a forgotten session) drops its rows;
+- Assemble never waits for it: until a user's first sync is done the lexical leg ranks the
+  semantic pool as before, and an exchange written since the last sync is found by the semantic
+  leg until the next one;
+- bounded: at most `max_users` users' tables, the least recently searched dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import sqlite3
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Protocol
+
+from services.assembly.lexical import LexicalHit
+from shared.domain.turn_index import TURN_INDEX_ROOT, is_turn_uri
+from shared.domain.turn_index_folders import FolderLister, turn_index_folders
+from shared.openviking.models.search import GrepResult
+from shared.openviking.tenant import Tenant
+
+log = logging.getLogger(__name__)
+
+REFRESH_SECONDS = 30.0
+"""How stale a user's index may get before a search starts a sync (in the background)."""
+SETTLE_SECONDS = 10.0
+"""A folder changed this recently is grepped again at the next sync: a document written in the
+same second as the grep would otherwise keep the folder's modification time unchanged."""
+MAX_USERS = 256
+FOLDER_LINES = 100_000
+"""grep node_limit per session folder (lines; an exchange document has a few)."""
+SYNC_CONCURRENCY = 4
+_SAFE_TERM = re.compile(r"[^\w@./-]+")
+
+
+class IndexSource(FolderLister, Protocol):
+    """What the sync reads from OpenViking: folder listings and grep."""
+
+    async def grep(
+        self,
+        tenant: Tenant,
+        uri: str,
+        pattern: str,
+        *,
+        case_insensitive: bool = False,
+        node_limit: int | None = None,
+        tags: Sequence[str] | None = None,
+        before_context: int | None = None,
+        after_context: int | None = None,
+        deadline: float | None = None,
+    ) -> GrepResult: ...
+
+
+def fts_query(terms: Sequence[str]) -> str:
+    """An FTS5 query matching any of `terms` (each a quoted phrase: `inc-48213` matches the
+    tokens `inc 48213` next to each other)."""
+    phrases = [_SAFE_TERM.sub(" ", term).strip() for term in terms]
+    return " OR ".join(f'"{phrase}"' for phrase in phrases if phrase)
+
+
+def folder_documents(result: GrepResult) -> dict[str, str]:
+    """A session folder's turn-index documents from a grep matching every line."""
+    lines: dict[str, dict[int, str]] = {}
+    for match in result.matches:
+        if is_turn_uri(match.uri):
+            lines.setdefault(match.uri, {})[match.line] = match.content
+    return {uri: "\n".join(doc[n] for n in sorted(doc)).strip() for uri, doc in lines.items()}
+
+
+def _settled(mod_time: str, now: float) -> bool:
+    try:
+        when = datetime.fromisoformat(mod_time.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return when.replace(tzinfo=when.tzinfo or UTC).timestamp() < now - SETTLE_SECONDS
+
+
+@dataclass
+class _UserIndex:
+    table: str
+    folders: dict[str, str] = field(default_factory=dict)
+    """Session id -> the modification time its rows were synced at ("" = grep again)."""
+    synced_at: float | None = None
+    """Monotonic time of the last finished sync (None: never; the table is not searched)."""
+    syncing: asyncio.Task[None] | None = None
+
+
+class ExchangeIndex:
+    """One replica's FTS5 index of its users' exchanges (in memory; rebuilt from OpenViking)."""
+
+    def __init__(
+        self,
+        source: IndexSource,
+        *,
+        refresh_seconds: float = REFRESH_SECONDS,
+        max_users: int = MAX_USERS,
+    ) -> None:
+        self._source = source
+        self._refresh = refresh_seconds
+        self._max_users = max_users
+        self._db = sqlite3.connect(":memory:", isolation_level=None)
+        self._users: OrderedDict[tuple[str, str], _UserIndex] = OrderedDict()
+        self._tables = 0
+
+    def search(self, tenant: Tenant, terms: Sequence[str], limit: int) -> list[LexicalHit] | None:
+        """The user's exchanges matching any of `terms`, best BM25 first; None while the user's
+        index has never been synced. Starts a background sync when the index is stale."""
+        user = self._user(tenant)
+        self._maybe_sync(tenant, user)
+        if user.synced_at is None:
+            return None
+        query = fts_query(terms)
+        if not query:
+            return []
+        rows = self._db.execute(
+            f"SELECT uri, body, bm25({user.table}) AS rank FROM {user.table} "
+            f"WHERE {user.table} MATCH ? ORDER BY rank LIMIT ?",
+            (query, limit),
+        ).fetchall()
+        return [LexicalHit(uri, body, -rank) for uri, body, rank in rows]
+
+    async def sync(self, tenant: Tenant) -> None:
+        """Bring the user's index up to date now (what the background does)."""
+        user = self._user(tenant)
+        if user.syncing is None or user.syncing.done():
+            user.syncing = asyncio.ensure_future(self._sync(tenant, user))
+        await asyncio.shield(user.syncing)
+
+    async def aclose(self) -> None:
+        tasks = [u.syncing for u in self._users.values() if u.syncing is not None and not u.syncing.done()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._db.close()
+
+    def _user(self, tenant: Tenant) -> _UserIndex:
+        key = (tenant.account_id, tenant.user_id)
+        user = self._users.get(key)
+        if user is None:
+            self._tables += 1
+            user = _UserIndex(f"x{self._tables}")
+            self._db.execute(
+                f"CREATE VIRTUAL TABLE {user.table} USING fts5(uri UNINDEXED, session UNINDEXED, body, "
+                "tokenize = 'unicode61 remove_diacritics 2')"
+            )
+            self._users[key] = user
+            while len(self._users) > self._max_users:
+                _, dropped = self._users.popitem(last=False)
+                if dropped.syncing is not None:
+                    dropped.syncing.cancel()
+                self._db.execute(f"DROP TABLE {dropped.table}")
+        self._users.move_to_end(key)
+        return user
+
+    def _maybe_sync(self, tenant: Tenant, user: _UserIndex) -> None:
+        if user.syncing is not None and not user.syncing.done():
+            return
+        if user.synced_at is not None and time.monotonic() - user.synced_at < self._refresh:
+            return
+        user.syncing = asyncio.ensure_future(self._sync(tenant, user))
+        user.syncing.add_done_callback(_log_failure)
+
+    async def _sync(self, tenant: Tenant, user: _UserIndex) -> None:
+        now = time.time()
+        listed = await turn_index_folders(self._source, tenant)
+        changed = [s for s, mod_time in listed.items() if not mod_time or user.folders.get(s) != mod_time]
+        gate = asyncio.Semaphore(SYNC_CONCURRENCY)
+
+        async def refresh(session_id: str) -> None:
+            async with gate:
+                result = await self._source.grep(
+                    tenant, f"{TURN_INDEX_ROOT}/{session_id}", "^", node_limit=FOLDER_LINES
+                )
+            self._replace(user.table, session_id, folder_documents(result))
+
+        await asyncio.gather(*(refresh(s) for s in changed))
+        for session_id in set(user.folders) - set(listed):
+            self._db.execute(f"DELETE FROM {user.table} WHERE session = ?", (session_id,))
+        user.folders = {s: (t if _settled(t, now) else "") for s, t in listed.items()}
+        user.synced_at = time.monotonic()
+
+    def _replace(self, table: str, session_id: str, documents: dict[str, str]) -> None:
+        self._db.execute("BEGIN")
+        self._db.execute(f"DELETE FROM {table} WHERE session = ?", (session_id,))
+        self._db.executemany(
+            f"INSERT INTO {table} (uri, session, body) VALUES (?, ?, ?)",
+            [(uri, session_id, body) for uri, body in documents.items()],
+        )
+        self._db.execute("COMMIT")
+
+
+def _log_failure(task: asyncio.Task[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.warning(
+            "exchange index sync failed (the lexical leg ranks the semantic pool meanwhile): %s",
+            task.exception(),
+        )
