@@ -35,7 +35,6 @@ from tests.bench.recall.dataset import KINDS, Question, UserHistory, generate
 from tests.bench.recall.llm_variant import llm_answers, llm_openviking
 from tests.bench.recall.replay import (
     ACCOUNT,
-    Answer,
     Asked,
     ReplayStats,
     Stubs,
@@ -44,24 +43,13 @@ from tests.bench.recall.replay import (
     gather_bounded,
     run_user,
 )
+from tests.bench.recall.scoring import BUDGETS, MODES, engine_rows, evidence_recall, p50_ms
 
-BUDGETS = (1000, 2000, 4000, 8000)
 DEFAULT_VARIANT = "engine"
 LEXICAL_ENV = "CONTEXT_ENGINE_RECALL_LEXICAL_SOURCE"
 ENGINE_ENV = {"CONTEXT_ENGINE_COMPACT_TURN_THRESHOLD": "1000"}
 """The replay compacts at session end (as the issue's benchmark does), not by turn count."""
 FIND_TARGET = "viking://~/memories"
-MODES = ("new", "continuing")
-
-
-def _normal(text: str) -> str:
-    return " ".join(text.split()).lower()
-
-
-def evidence_recall(question: Question, context: str) -> float:
-    shown = _normal(context)
-    hits = sum(1 for e in question.evidence if _normal(e.text)[:100] in shown)
-    return hits / len(question.evidence)
 
 
 def history_messages(history: UserHistory, counter: TokenCounter) -> list[RawMessage]:
@@ -84,28 +72,6 @@ def baseline_rows(histories: Sequence[UserHistory], counter: TokenCounter) -> di
                     evidence_recall(question, "\n".join(newest_first(messages, room(budget))))
                 )
     return {name: {b: 100 * statistics.fmean(v) for b, v in per.items()} for name, per in scores.items()}
-
-
-def _mean_recall(answers: Sequence[Answer]) -> float:
-    if not answers:
-        return float("nan")
-    return 100 * statistics.fmean(evidence_recall(a.question, a.text) for a in answers)
-
-
-def engine_rows(answers: Sequence[Answer]) -> dict[str, dict[str, dict[int, dict[str, float]]]]:
-    """variant -> mode -> budget -> evidence recall (all and per kind), tokens, max over budget."""
-    grouped: dict[tuple[str, str, int], list[Answer]] = defaultdict(list)
-    for answer in answers:
-        grouped[(answer.variant, answer.mode, answer.budget)].append(answer)
-    rows: dict[str, dict[str, dict[int, dict[str, float]]]] = defaultdict(lambda: defaultdict(dict))
-    for (variant, mode, budget), group in grouped.items():
-        rows[variant][mode][budget] = {
-            "recall": _mean_recall(group),
-            "tokens": statistics.median(a.tokens for a in group),
-            "max_over": max(a.tokens - budget for a in group),
-            **{f"recall_{k}": _mean_recall([a for a in group if a.question.kind == k]) for k in KINDS},
-        }
-    return rows
 
 
 async def find_latency(
@@ -136,10 +102,6 @@ async def assemble_latency(
         for i, q in enumerate(h.questions[:n])
     ]
     return [a.seconds for a in await gather_bounded(calls, callers)]
-
-
-def p50_ms(values: Sequence[float]) -> float:
-    return round(1000 * statistics.median(values), 1) if values else float("nan")
 
 
 def markdown(report: dict[str, object]) -> str:
@@ -235,7 +197,7 @@ async def run(
             "seed": args.seed,
             "replay_seconds": round(replay_seconds, 1),
         },
-        "engine": engine_rows(answers),
+        "engine": engine_rows(answers, KINDS),
         "baselines": baseline_rows(histories, counter),
         "latency": latency,
     }
