@@ -2,10 +2,12 @@
 are made of (tests.bench.recall.hard_dataset assembles them).
 
 A fact's statement names specific, rare things (a breed, a town, an instrument); its questions
-ask with general words ("what kind of animal", "which instrument") so that a matching word in a
-question points to the recurring names and the chatter around them, not to the evidence. Each
-fact also carries the words a *distractor* uses: the question's own vocabulary, said of nothing
-in particular ("we should really plan a trip somewhere warm").
+ask with general words ("what kind of animal", "which instrument") and share at most a common
+word of its kind with it ("shelter", "trip", "lessons"; for half of the kinds, with only one of
+the two ways to state it), a word the kind's other statements and
+its *distractors* also use: the question's own vocabulary, said of nothing in particular ("I
+really need a trip somewhere"). So a matching word narrows a question to a few dozen turns
+without pointing at the evidence, as in public long-conversation benchmarks.
 
 Placeholders: `{me}` the speaker who states the fact, `{you}` the other speaker, `{friend}` a
 friend of the speaker, `{pet}` the speaker's pet, `{x}` the fact's specific value.
@@ -65,13 +67,13 @@ FACT_KINDS = (
             "So we did it, we adopted a {x}. The shelter lady said nobody had asked about it for months, "
             "which broke my heart a little.",
         ),
-        "What kind of animal did {me} take in from the rescue?",
-        "adopt a new animal",
-        "Would {me} be likely to visit an animal rescue event?",
-        "Which animals has {me} brought into the family over time?",
+        "What kind of animal did {me} get from the shelter?",
+        "take in an animal from the shelter",
+        "Would {me} be likely to support a shelter fundraiser?",
+        "Which animals has {me} got from the shelter over time?",
         (
             "We keep talking about getting an animal, but our landlord is strict about it.",
-            "The rescue near us posted a bunch of animals this week, I scrolled for an hour.",
+            "The shelter near us posted a bunch of animals this week, I scrolled for an hour.",
         ),
     ),
     FactKind(
@@ -86,17 +88,18 @@ FACT_KINDS = (
             ("the Azores", "Portuguese islands"),
         ),
         (
-            "We just got back from {x}! {friend} planned everything, we hiked until our legs gave out "
+            "We just got back from our trip to {x}! {friend} planned everything, we hiked until our legs "
+            "gave out "
             "and ate way too much street food.",
             "I'm still jet-lagged from {x}, honestly. Ten days, two rented cars, one flat tyre, and "
             "{friend} lost her passport for about an hour.",
         ),
-        "Where did {me} travel on the recent vacation?",
-        "go away on vacation",
-        "Would {me} be comfortable with long journeys abroad?",
-        "Which places has {me} travelled to this year?",
+        "Where did {me} go on the recent trip?",
+        "go away on a trip",
+        "Would {me} be comfortable with a long trip abroad?",
+        "Which places has {me} been to on a trip this year?",
         (
-            "I really need a vacation somewhere, work has been relentless.",
+            "I really need a trip somewhere, work has been relentless.",
             "Have you ever thought about where you'd travel if money didn't matter?",
         ),
     ),
@@ -116,13 +119,13 @@ FACT_KINDS = (
             "Don't laugh, but I bought a secondhand {x} off a neighbour and I've been practising scales "
             "every night after dinner.",
         ),
-        "Which instrument is {me} learning to play?",
+        "Which instrument is {me} taking lessons for?",
         "start music lessons",
         "Does {me} probably have some musical talent or interest?",
         "What musical instruments has {me} tried over the months?",
         (
             "Music always cheers me up, I put a playlist on while cooking.",
-            "My nephew wants to learn an instrument and I have no idea what to suggest.",
+            "My nephew wants lessons for some instrument and I have no idea what to suggest.",
         ),
     ),
     FactKind(
@@ -136,17 +139,17 @@ FACT_KINDS = (
             ("an architecture firm", "at an architects' office"),
         ),
         (
-            "Big news on my end: I accepted the offer from {x}! I start in two weeks and {friend} "
+            "Big news on my end: I accepted the job offer from {x}! I start in two weeks and {friend} "
             "already made me a good-luck card.",
             "I handed in my notice yesterday. Starting at {x} next month, the commute is longer but the "
             "people there seem lovely.",
         ),
-        "Where is {me} employed after changing positions?",
-        "switch to a new employer",
-        "Is {me} someone who is open to career changes?",
-        "Which workplaces has {me} mentioned moving to?",
+        "Where is the new job {me} took?",
+        "take a new job",
+        "Is {me} someone who is open to changing job?",
+        "Which places has {me} taken a job at?",
         (
-            "Work is work, you know? Some weeks I wonder about changing positions.",
+            "Work is work, you know? Some weeks I wonder about a new job.",
             "My boss keeps hinting at a reorganisation, everyone is nervous about their positions.",
         ),
     ),
@@ -160,17 +163,18 @@ FACT_KINDS = (
             ("a 100-mile bike ride", "a cycling event"),
         ),
         (
-            "I did it, I finished {x} this morning! My knees are complaining and {friend} had to "
+            "I did it, I finished {x} this morning, my first race in years! My knees are complaining and "
+            "{friend} had to "
             "practically carry me to the car, but I'm so proud.",
             "Signed up for {x} in the autumn, and I've been training at dawn before work. {friend} "
             "is holding me accountable.",
         ),
-        "What endurance event did {me} take part in?",
-        "compete in an endurance event",
+        "What race did {me} take part in?",
+        "take part in a race",
         "Is {me} likely to care about physical fitness?",
-        "Which endurance events has {me} done or planned?",
+        "Which race events has {me} done or planned?",
         (
-            "I keep promising myself I'll exercise more, then the week gets away from me.",
+            "I keep promising myself I'll sign up for a race, then the week gets away from me.",
             "Sports on TV count as endurance, right? Sitting through a whole game is hard work.",
         ),
     ),
@@ -185,16 +189,17 @@ FACT_KINDS = (
             ("Kindred", "Kindred"),
         ),
         (
-            "I finally finished {x} last night and I cried at the ending. {friend} recommended it ages "
+            "I finally finished reading {x} last night and I cried at the ending. {friend} recommended it "
+            "ages "
             "ago and I should have listened sooner.",
             "My reading group picked {x} for this month, I'm halfway through and can't put it down.",
         ),
-        "Which novel did {me} say moved them so much?",
-        "finish reading a novel",
-        "Does {me} enjoy reading fiction?",
-        "Which novels has {me} talked about reading?",
+        "Which book has {me} been reading?",
+        "finish reading a book",
+        "Does {me} enjoy reading?",
+        "Which books has {me} talked about reading?",
         (
-            "I wish I had more time for novels, I mostly read news on my phone now.",
+            "I wish I had more time for reading, I mostly skim news on my phone now.",
             "Any novel recommendations? Something that isn't too long.",
         ),
     ),
@@ -213,12 +218,12 @@ FACT_KINDS = (
             "Moving day is done, we're in {x} now. The kitchen is tiny but the light in the mornings is "
             "unbelievable.",
         ),
-        "Where does {me} live after the relocation?",
-        "relocate to a new home",
+        "Where did {me} end up after moving?",
+        "finish moving",
         "Did {me} go through a big life change recently?",
-        "Which homes has {me} lived in over this time?",
+        "Which places has {me} been moving to over this time?",
         (
-            "Housing prices are insane, I don't know how anyone relocates these days.",
+            "Housing prices are insane, I don't know how anyone affords moving these days.",
             "Our neighbourhood is changing so fast, new cafes every month.",
         ),
     ),
@@ -237,13 +242,13 @@ FACT_KINDS = (
             "wonky but I'm weirdly proud of it.",
             "New obsession: {x}. I've turned half the garage into a workshop and my hands are a mess.",
         ),
-        "What handicraft has {me} taken up?",
-        "begin a handicraft",
+        "Which craft does {me} practise in the workshop?",
+        "go to a craft workshop",
         "Would {me} enjoy a handmade gift?",
-        "Which handicrafts has {me} experimented with?",
+        "Which crafts has {me} tried in the workshop?",
         (
             "I'm hopeless with my hands, I can't even hang a picture straight.",
-            "The kids want to do a handicraft this weekend, any ideas that won't wreck the house?",
+            "The kids want a craft workshop this weekend, any ideas that won't wreck the house?",
         ),
     ),
     FactKind(
@@ -257,18 +262,18 @@ FACT_KINDS = (
             ("latex", "latex"),
         ),
         (
-            "Scary week: turns out I'm allergic to {x}. I swelled up at dinner and {friend} had to "
+            "Scary week: turns out I have an allergy to {x}. I swelled up at dinner and {friend} had to "
             "drive me to urgent care.",
-            "The doctor ran some tests and confirmed {x} is a problem for me, so I carry an injector "
+            "The doctor ran some tests and confirmed the allergy to {x}, so I carry an injector "
             "now. {friend} knows where it is.",
         ),
-        "What does {me} have to avoid for health reasons?",
-        "find out about a health issue",
+        "What allergy does {me} have?",
+        "find out about the allergy",
         "Should friends be careful when cooking for {me}?",
-        "Which health sensitivities has {me} mentioned?",
+        "Which allergy has {me} mentioned?",
         (
             "Health stuff is so stressful, I avoid going to the doctor if I can.",
-            "I read an article about reactions to food additives, kind of terrifying.",
+            "I read an article about food allergy labels, kind of terrifying.",
         ),
     ),
     FactKind(
@@ -283,14 +288,15 @@ FACT_KINDS = (
         (
             "I started volunteering with {x} on Sundays. {friend} got me into it and honestly it's "
             "the best part of my week.",
-            "Spent the whole afternoon with {x} again, we sorted donations until the light went.",
+            "Spent the whole afternoon volunteering with {x} again, we sorted donations until the light "
+            "went.",
         ),
-        "Where does {me} give unpaid time to help the community?",
-        "begin unpaid community work",
+        "Where does {me} go volunteering?",
+        "start volunteering",
         "Does {me} care about giving back to the community?",
-        "Which community causes has {me} been involved in?",
+        "Where has {me} been volunteering?",
         (
-            "I keep meaning to do something for the community, maybe next year.",
+            "I keep meaning to go volunteering, maybe next year.",
             "Our office has an unpaid community day, but it's always on a Friday when I'm busiest.",
         ),
     ),
@@ -299,7 +305,7 @@ FACT_KINDS = (
 
 UPDATES = (
     ("{friend} moved to Rotterdam for the new job, she sends me photos of canals every morning.",
-     "{friend} just packed up again, she's in Valencia now. Third city in two years!",
+     "{friend} just packed up again, she's in Valencia now. Third move in two years!",
      "Which city does {friend} live in these days?", "Valencia"),
     ("{friend} got a scooter to get to work, she says it's the only way around the traffic.",
      "{friend} sold the scooter and bought a cargo bike, she's converted everyone at her office.",
@@ -340,6 +346,17 @@ CHATTER = (
     "We had a lazy weekend, mostly board games and takeaway.",
     "I'm trying to drink less coffee. It's going terribly.",
     "Did I tell you {friend} is thinking of getting a dog? She keeps sending me puppy videos.",
+    # The facts' common words in passing, so none of them points at a fact alone.
+    "Did you catch the race on TV? {friend} was yelling at the screen the whole time.",
+    "The shelter down the road is collecting old blankets, I dropped a bag off.",
+    "{friend} is planning a trip with her parents and it's already a saga.",
+    "The kids have swimming lessons on Wednesdays now, so dinner is chaos.",
+    "{friend} is stressed about her job again, the usual.",
+    "I'm reading the news less these days, it's better for my sleep.",
+    "Our neighbours are moving out, the street will feel strange without them.",
+    "There's a workshop on tax returns at the library, riveting stuff.",
+    "{friend}'s hay fever allergy is back with a vengeance this week.",
+    "The school is asking parents about volunteering at the fair again.",
     "My mum called for an hour yesterday, mostly about the neighbours.",
     "I finally cleaned out the fridge. We don't talk about what I found.",
 )  # fmt: skip

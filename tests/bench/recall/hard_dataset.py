@@ -113,7 +113,8 @@ class _Builder:
             self.updates.append((question, Evidence(index, line // 2, text)))
         for _ in range(DISTRACTORS_PER_SESSION):
             kind, speaker = rng.choice(catalog.FACT_KINDS), rng.randrange(2)
-            self._place(lines, speaker, self.fill(rng.choice(kind.distractors), speaker), catalog.REPLIES)
+            if self._room(lines, speaker):  # a crowded session has fewer distractors
+                self._place(lines, speaker, self.fill(rng.choice(kind.distractors), speaker), catalog.REPLIES)
         answering = False  # the line before is chatter waiting for a reply
         for p, text in enumerate(lines):
             if text is None:
@@ -122,16 +123,20 @@ class _Builder:
         exchanges = [Exchange(str(lines[p]), str(lines[p + 1])) for p in range(0, len(lines), 2)]
         return SessionScript(f"s{index:02d}", started, exchanges)
 
-    def _place(
-        self, lines: list[str | None], speaker: int, text: str, answers: tuple[str, ...] = catalog.REACTIONS
-    ) -> int:
-        """Put `text` on a free line of `speaker`'s, the other's answer on the line after it."""
-        free = [
+    @staticmethod
+    def _room(lines: list[str | None], speaker: int) -> list[int]:
+        """Free lines of `speaker`'s (between opener and closer) with a free line after them."""
+        return [
             p
             for p in range(2, len(lines) - 3)
             if p % 2 == speaker and lines[p] is None and lines[p + 1] is None
         ]
-        line = self.rng.choice(free)
+
+    def _place(
+        self, lines: list[str | None], speaker: int, text: str, answers: tuple[str, ...] = catalog.REACTIONS
+    ) -> int:
+        """Put `text` on a free line of `speaker`'s, the other's answer on the line after it."""
+        line = self.rng.choice(self._room(lines, speaker))
         lines[line] = text
         lines[line + 1] = self.fill(self.rng.choice(answers), speaker)
         return line
@@ -149,15 +154,20 @@ def _people(rng: random.Random) -> tuple[_Person, _Person]:
 
 
 def _fact_plan(rng: random.Random, facts: int) -> list[_Planned]:
-    """(kind, specific value, answer, speaker) for each fact; no value twice. Each kind mostly
-    belongs to one speaker (as in life: one of them plays music), so some are the other's never."""
+    """(kind, specific value, answer, speaker) for each fact; no value twice, and the kinds taken
+    in turn so that a session's facts are of different kinds. Each kind mostly belongs to one
+    speaker (as in life: one of them plays music), so some are the other's never."""
     owner = {kind.name: rng.randrange(2) for kind in catalog.FACT_KINDS}
-    pool = [(kind, x, answer) for kind in catalog.FACT_KINDS for x, answer in kind.values]
-    rng.shuffle(pool)
-    return [
-        (kind, x, answer, owner[kind.name] if rng.random() < OWNER_SHARE else 1 - owner[kind.name])
-        for kind, x, answer in pool[:facts]
-    ]
+    values = {kind.name: rng.sample(kind.values, len(kind.values)) for kind in catalog.FACT_KINDS}
+    kinds = rng.sample(catalog.FACT_KINDS, len(catalog.FACT_KINDS))
+    plan: list[_Planned] = []
+    for round_ in range(max(len(kind.values) for kind in kinds)):
+        for kind in kinds:
+            if round_ < len(values[kind.name]):
+                x, answer = values[kind.name][round_]
+                speaker = owner[kind.name] if rng.random() < OWNER_SHARE else 1 - owner[kind.name]
+                plan.append((kind, x, answer, speaker))
+    return plan[:facts]
 
 
 def _updates(builder: _Builder, sessions: int) -> dict[int, _Update]:
@@ -211,7 +221,7 @@ def _questions(builder: _Builder, names: tuple[str, str]) -> list[Question]:
         if len(facts) == 1:
             questions.append(_temporal(scripts, f"When did {me} {kind.event}?", first))
         else:
-            questions.append(_temporal(scripts, f"When did {me} first {kind.event}?", first))
+            questions.append(_temporal(scripts, f"When did {me} initially {kind.event}?", first))
             questions.append(_temporal(scripts, f"When did {me} most recently {kind.event}?", latest))
             gathered = facts[:MAX_PER_GATHER]
             answer = "; ".join(f.answer for f in gathered)

@@ -32,9 +32,13 @@ from shared.tokens import TokenCounter
 from tests.bench.engine import start_engine, stop_engine
 from tests.bench.recall.baselines import Bm25Baseline, RawMessage, newest_first, raw_messages
 from tests.bench.recall.dataset import KINDS, Question, UserHistory, generate
+from tests.bench.recall.hard_dataset import SESSIONS
+from tests.bench.recall.hard_report import markdown as hard_markdown
+from tests.bench.recall.hard_run import run_hard
 from tests.bench.recall.llm_variant import llm_answers, llm_openviking
 from tests.bench.recall.replay import (
     ACCOUNT,
+    ENGINE_ENV,
     Asked,
     ReplayStats,
     Stubs,
@@ -47,8 +51,6 @@ from tests.bench.recall.scoring import BUDGETS, MODES, engine_rows, evidence_rec
 
 DEFAULT_VARIANT = "engine"
 LEXICAL_ENV = "CONTEXT_ENGINE_RECALL_LEXICAL_SOURCE"
-ENGINE_ENV = {"CONTEXT_ENGINE_COMPACT_TURN_THRESHOLD": "1000"}
-"""The replay compacts at session end (as the issue's benchmark does), not by turn count."""
 FIND_TARGET = "viking://~/memories"
 
 
@@ -214,7 +216,7 @@ def main(argv: list[str] | None = None) -> None:
         "--openviking-url", default="", help="use this OpenViking (else start the local stack)"
     )
     parser.add_argument(
-        "--embeddings-url", default="", help="with --openviking-url: its embedder, for --llm-users"
+        "--embeddings-url", default="", help="with --openviking-url: its embedder (hard tier, --llm-users)"
     )
     parser.add_argument(
         "--llm-users",
@@ -229,6 +231,12 @@ def main(argv: list[str] | None = None) -> None:
         default=["off", "grep"],
         help="also answer with assembly replicas using these recallLexicalSource values (ablation)",
     )
+    parser.add_argument("--tier", choices=("easy", "hard", "both"), default="both")
+    parser.add_argument("--hard-users", type=int, default=3, help="hard tier: conversations")
+    parser.add_argument("--hard-sessions", type=int, default=SESSIONS, help="hard tier: sessions each")
+    parser.add_argument(
+        "--scale-exchanges", type=int, default=10_000, help="hard tier: exchanges stored for latency at scale"
+    )
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="recall-bench-") as scratch, ExitStack() as stacks:
@@ -236,13 +244,24 @@ def main(argv: list[str] | None = None) -> None:
         if not openviking_url:
             stack = stacks.enter_context(LocalStack(StackSettings.from_env()))
             openviking_url, embeddings_url = stack.openviking_url, stack.embeddings_url
-        llm_url = ""
-        if args.llm_users and embeddings_url:
-            llm_url = stacks.enter_context(llm_openviking(embeddings_url, Path(scratch) / "openviking-llm"))
-        report = asyncio.run(run(args, openviking_url, Path(scratch), llm_url))
-    (args.out / "recall.json").write_text(json.dumps(report, indent=2))
-    text = markdown(report)
-    (args.out / "recall.md").write_text(text)
+        if args.tier in ("hard", "both"):
+            if not embeddings_url:
+                parser.error("the hard tier's dense baseline needs --embeddings-url with --openviking-url")
+            hard = asyncio.run(run_hard(args, openviking_url, embeddings_url, Path(scratch)))
+            _write(args.out / "recall-hard", hard, hard_markdown(hard))
+        if args.tier in ("easy", "both"):
+            llm_url = ""
+            if args.llm_users and embeddings_url:
+                llm_url = stacks.enter_context(
+                    llm_openviking(embeddings_url, Path(scratch) / "openviking-llm")
+                )
+            report = asyncio.run(run(args, openviking_url, Path(scratch), llm_url))
+            _write(args.out / "recall", report, markdown(report))
+
+
+def _write(stem: Path, report: dict[str, object], text: str) -> None:
+    stem.with_suffix(".json").write_text(json.dumps(report, indent=2))
+    stem.with_suffix(".md").write_text(text)
     print(text)
 
 
