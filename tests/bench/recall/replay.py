@@ -9,6 +9,7 @@ transcript is the question alone.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,6 +30,8 @@ from tests.bench.engine import EngineProcess
 from tests.bench.recall.dataset import Question, SessionScript, UserHistory
 
 ACCOUNT = "bench-recall"
+ENGINE_ENV = {"CONTEXT_ENGINE_COMPACT_TURN_THRESHOLD": "1000"}
+"""The replay compacts at session end (as the issue's benchmark does), not by turn count."""
 AGENT = "main"
 Role = common_pb2.MessageRole
 
@@ -97,7 +100,27 @@ def transcript(script: SessionScript, upto: int) -> list[common_pb2.Conversation
     return out
 
 
+def json_strings(text: str) -> list[str]:
+    """The string values of `text` if it is JSON (so escaping hides no match), else `[text]`."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return [text]
+    strings: list[str] = []
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            strings.append(item)
+        elif isinstance(item, dict):
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return strings
+
+
 def assembled_text(response: assembly_pb2.AssembleResponse) -> str:
+    """What the model sees: the system prompt addition, message texts, tool results' strings."""
     parts = [response.system_prompt_addition]
     for m in response.messages:
         for block in m.content:
@@ -105,7 +128,9 @@ def assembled_text(response: assembly_pb2.AssembleResponse) -> str:
             if kind == "text":
                 parts.append(block.text.text)
             elif kind == "tool_result":
-                parts.extend(c.text.text for c in block.tool_result.content if c.HasField("text"))
+                for content in block.tool_result.content:
+                    if content.HasField("text"):
+                        parts.extend(json_strings(content.text.text))
     return "\n".join(parts)
 
 

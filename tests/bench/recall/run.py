@@ -32,10 +32,13 @@ from shared.tokens import TokenCounter
 from tests.bench.engine import start_engine, stop_engine
 from tests.bench.recall.baselines import Bm25Baseline, RawMessage, newest_first, raw_messages
 from tests.bench.recall.dataset import KINDS, Question, UserHistory, generate
+from tests.bench.recall.hard_dataset import SESSIONS
+from tests.bench.recall.hard_report import markdown as hard_markdown
+from tests.bench.recall.hard_run import run_hard
 from tests.bench.recall.llm_variant import llm_answers, llm_openviking
 from tests.bench.recall.replay import (
     ACCOUNT,
-    Answer,
+    ENGINE_ENV,
     Asked,
     ReplayStats,
     Stubs,
@@ -44,24 +47,11 @@ from tests.bench.recall.replay import (
     gather_bounded,
     run_user,
 )
+from tests.bench.recall.scoring import BUDGETS, MODES, engine_rows, evidence_recall, p50_ms
 
-BUDGETS = (1000, 2000, 4000, 8000)
 DEFAULT_VARIANT = "engine"
 LEXICAL_ENV = "CONTEXT_ENGINE_RECALL_LEXICAL_SOURCE"
-ENGINE_ENV = {"CONTEXT_ENGINE_COMPACT_TURN_THRESHOLD": "1000"}
-"""The replay compacts at session end (as the issue's benchmark does), not by turn count."""
 FIND_TARGET = "viking://~/memories"
-MODES = ("new", "continuing")
-
-
-def _normal(text: str) -> str:
-    return " ".join(text.split()).lower()
-
-
-def evidence_recall(question: Question, context: str) -> float:
-    shown = _normal(context)
-    hits = sum(1 for e in question.evidence if _normal(e.text)[:100] in shown)
-    return hits / len(question.evidence)
 
 
 def history_messages(history: UserHistory, counter: TokenCounter) -> list[RawMessage]:
@@ -84,28 +74,6 @@ def baseline_rows(histories: Sequence[UserHistory], counter: TokenCounter) -> di
                     evidence_recall(question, "\n".join(newest_first(messages, room(budget))))
                 )
     return {name: {b: 100 * statistics.fmean(v) for b, v in per.items()} for name, per in scores.items()}
-
-
-def _mean_recall(answers: Sequence[Answer]) -> float:
-    if not answers:
-        return float("nan")
-    return 100 * statistics.fmean(evidence_recall(a.question, a.text) for a in answers)
-
-
-def engine_rows(answers: Sequence[Answer]) -> dict[str, dict[str, dict[int, dict[str, float]]]]:
-    """variant -> mode -> budget -> evidence recall (all and per kind), tokens, max over budget."""
-    grouped: dict[tuple[str, str, int], list[Answer]] = defaultdict(list)
-    for answer in answers:
-        grouped[(answer.variant, answer.mode, answer.budget)].append(answer)
-    rows: dict[str, dict[str, dict[int, dict[str, float]]]] = defaultdict(lambda: defaultdict(dict))
-    for (variant, mode, budget), group in grouped.items():
-        rows[variant][mode][budget] = {
-            "recall": _mean_recall(group),
-            "tokens": statistics.median(a.tokens for a in group),
-            "max_over": max(a.tokens - budget for a in group),
-            **{f"recall_{k}": _mean_recall([a for a in group if a.question.kind == k]) for k in KINDS},
-        }
-    return rows
 
 
 async def find_latency(
@@ -136,10 +104,6 @@ async def assemble_latency(
         for i, q in enumerate(h.questions[:n])
     ]
     return [a.seconds for a in await gather_bounded(calls, callers)]
-
-
-def p50_ms(values: Sequence[float]) -> float:
-    return round(1000 * statistics.median(values), 1) if values else float("nan")
 
 
 def markdown(report: dict[str, object]) -> str:
@@ -235,7 +199,7 @@ async def run(
             "seed": args.seed,
             "replay_seconds": round(replay_seconds, 1),
         },
-        "engine": engine_rows(answers),
+        "engine": engine_rows(answers, KINDS),
         "baselines": baseline_rows(histories, counter),
         "latency": latency,
     }
@@ -252,7 +216,7 @@ def main(argv: list[str] | None = None) -> None:
         "--openviking-url", default="", help="use this OpenViking (else start the local stack)"
     )
     parser.add_argument(
-        "--embeddings-url", default="", help="with --openviking-url: its embedder, for --llm-users"
+        "--embeddings-url", default="", help="with --openviking-url: its embedder (hard tier, --llm-users)"
     )
     parser.add_argument(
         "--llm-users",
@@ -267,6 +231,12 @@ def main(argv: list[str] | None = None) -> None:
         default=["off", "grep"],
         help="also answer with assembly replicas using these recallLexicalSource values (ablation)",
     )
+    parser.add_argument("--tier", choices=("easy", "hard", "both"), default="both")
+    parser.add_argument("--hard-users", type=int, default=3, help="hard tier: conversations")
+    parser.add_argument("--hard-sessions", type=int, default=SESSIONS, help="hard tier: sessions each")
+    parser.add_argument(
+        "--scale-exchanges", type=int, default=10_000, help="hard tier: exchanges stored for latency at scale"
+    )
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="recall-bench-") as scratch, ExitStack() as stacks:
@@ -274,13 +244,24 @@ def main(argv: list[str] | None = None) -> None:
         if not openviking_url:
             stack = stacks.enter_context(LocalStack(StackSettings.from_env()))
             openviking_url, embeddings_url = stack.openviking_url, stack.embeddings_url
-        llm_url = ""
-        if args.llm_users and embeddings_url:
-            llm_url = stacks.enter_context(llm_openviking(embeddings_url, Path(scratch) / "openviking-llm"))
-        report = asyncio.run(run(args, openviking_url, Path(scratch), llm_url))
-    (args.out / "recall.json").write_text(json.dumps(report, indent=2))
-    text = markdown(report)
-    (args.out / "recall.md").write_text(text)
+        if args.tier in ("hard", "both"):
+            if not embeddings_url:
+                parser.error("the hard tier's dense baseline needs --embeddings-url with --openviking-url")
+            hard = asyncio.run(run_hard(args, openviking_url, embeddings_url, Path(scratch)))
+            _write(args.out / "recall-hard", hard, hard_markdown(hard))
+        if args.tier in ("easy", "both"):
+            llm_url = ""
+            if args.llm_users and embeddings_url:
+                llm_url = stacks.enter_context(
+                    llm_openviking(embeddings_url, Path(scratch) / "openviking-llm")
+                )
+            report = asyncio.run(run(args, openviking_url, Path(scratch), llm_url))
+            _write(args.out / "recall", report, markdown(report))
+
+
+def _write(stem: Path, report: dict[str, object], text: str) -> None:
+    stem.with_suffix(".json").write_text(json.dumps(report, indent=2))
+    stem.with_suffix(".md").write_text(text)
     print(text)
 
 
