@@ -41,6 +41,7 @@ from services.assembly.candidates import (
     semantic_turns,
     split_hits,
 )
+from services.assembly.exchange_focus import focused, folded_terms
 from services.assembly.exchange_index import ExchangeIndex
 from services.assembly.fusion import reciprocal_rank_fusion
 from services.assembly.injection import MemoryForInjection
@@ -62,6 +63,8 @@ TURN_CANDIDATES = 200
 costs find almost nothing: ~36 ms at 20, ~41 ms at 80)."""
 LEXICAL_CANDIDATES = 200
 """The exchange index's best BM25 matches fused with the semantic pool (the same depth)."""
+SHOWN_HEADROOM = 2
+"""How much more than its cap auto recall offers packing (which cuts to the exact room)."""
 CHARS_PER_TOKEN = 3
 """A conservative characters-per-token for cutting an over-long exchange before it is counted."""
 T = TypeVar("T")
@@ -74,9 +77,9 @@ class RecallConfig:
     max_content_chars: int
     prefer_abstract: bool
     lexical_source: str
-    """`candidates`, `grep` or `off` (recallLexicalSource)."""
+    """`index`, `candidates`, `grep` or `off` (recallLexicalSource)."""
     token_budget: int
-    """Cap on the recalled items' lines; packing then fits them into the request's budget."""
+    """What the items may cost in the result JSON (auto recall: twice its cap, packing fits them)."""
     max_items: int = 0
     """Cap on the number of items (0: none)."""
     max_turn_chars: int = 0
@@ -97,7 +100,10 @@ class RecallConfig:
             max_content_chars=settings.recall_max_content_chars,
             prefer_abstract=settings.recall_prefer_abstract,
             lexical_source=settings.recall_lexical_source,
-            token_budget=token_budget,
+            # Auto recall offers packing more than fits: packing leaves out what the host's
+            # transcript already shows (in a continuing session its own exchanges rank high), and
+            # the rest must still fill the room.
+            token_budget=token_budget * SHOWN_HEADROOM if budget else token_budget,
             max_items=0 if budget else limit or settings.recall_limit,
             max_turn_chars=share * CHARS_PER_TOKEN,
         )
@@ -175,12 +181,12 @@ async def bounded(aw: Awaitable[T], deadline: float) -> T:
         return await aw
 
 
-def content_of(candidate: Candidate, config: RecallConfig) -> str:
-    """What the model is shown: an exchange's messages (the item carries its date once, so the
-    lines do not), cut only past `max_turn_chars`; a memory's abstract when preferred, else its
-    body, cut at `max_content_chars`."""
+def content_of(candidate: Candidate, config: RecallConfig, terms: frozenset[str] = frozenset()) -> str:
+    """What the model is shown: an exchange's messages that say what was asked (`exchange_focus`;
+    the item carries its date once, so the lines do not), cut only past `max_turn_chars`; a
+    memory's abstract when preferred, else its body, cut at `max_content_chars`."""
     if candidate.kind == "turn":
-        text = undated(candidate.body)
+        text = focused(undated(candidate.body), terms)
         return truncate_content(text, config.max_turn_chars) if config.max_turn_chars else text.strip()
     if config.prefer_abstract and candidate.abstract.strip():
         return truncate_content(candidate.abstract, config.max_content_chars)
@@ -242,12 +248,13 @@ async def recall_memories(
     )
     matched = lexical_turns(terms, dense, grepped, indexed) if config.lexical_source != "off" else []
     by_uri = {c.uri: c for c in [*matched, *dense, *ranked_memories]}
+    focus = folded_terms(terms)
     fused = reciprocal_rank_fusion(
         [[c.uri for c in ranked_memories], [c.uri for c in dense], [c.uri for c in matched]]
     )
     # Built lazily, best first: fitting the token cap stops at the first item past it.
     items = (
-        RecalledItem(by_uri[uri], rank, content_of(by_uri[uri], config))
+        RecalledItem(by_uri[uri], rank, content_of(by_uri[uri], config, focus))
         for uri, rank in fused
         if uri not in exclude_uris
     )

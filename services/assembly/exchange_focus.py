@@ -1,0 +1,47 @@
+"""Which messages of a recalled exchange the model is shown: the ones that say what was asked.
+
+An exchange is a user message and the replies after it; usually one of them carries what the
+query asks for and the other is an acknowledgement or small talk ("Haha, same here."). Measured
+on long conversations (the recall issue), the baselines that beat the engine packed single
+messages, twice as many per budget. So an exchange whose messages split into some that share
+a content word with the query and some that share none is shown as the former only (each line
+still role-labelled, the item still dated, its handle still expanding to the whole exchange);
+when every message or none matches (a hit of meaning, not of words), it is shown whole.
+
+Words are compared after a light suffix folding (`lessons` ~ `lesson`, `moved` ~ `move`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from services.assembly.lexical import tokens
+
+_SUFFIXES = ("ing", "ed", "es", "s")
+MIN_STEM = 3
+
+
+def fold(word: str) -> str:
+    """`word` without one common inflectional suffix (kept when the rest would be too short)."""
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= MIN_STEM:
+            return word[: -len(suffix)]
+    return word
+
+
+def folded_terms(terms: Iterable[str]) -> frozenset[str]:
+    return frozenset(fold(t) for t in terms)
+
+
+def focused(exchange: str, terms: frozenset[str]) -> str:
+    """The lines of `exchange` (one per message) that share a folded word with `terms`, or the
+    whole exchange when all or none of them do."""
+    if not terms:
+        return exchange
+    lines = exchange.split("\n")
+    if len(lines) < 2:
+        return exchange
+    matching = [line for line in lines if terms & {fold(t) for t in tokens(line)}]
+    if not matching or len(matching) == len(lines):
+        return exchange
+    return "\n".join(matching)
