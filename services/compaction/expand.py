@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from contextengine.v1 import common_pb2, compaction_pb2
 
 from services.compaction.handles import session_of
-from services.compaction.transcript import session_turns
+from services.compaction.transcript import located_session_turns
 from shared.domain.archives import archive_messages_uri, read_archive_turns, session_uri
 from shared.domain.checkpoints import CheckpointRecord, CheckpointStore, Status, is_checkpoint_id
 from shared.domain.documents import DocumentStore
@@ -53,6 +53,10 @@ _STOPWORDS = frozenset(
     "a an the to in on my for of with and or use using that this it is i we you be are was "  # noqa: SIM905
     "do did what which how me your our at as by from".split()
 )
+
+
+def live_messages_uri(tenant: Tenant, session_id: str) -> str:
+    return f"{session_uri(tenant, session_id)}/messages.jsonl"
 
 
 def words(text: str) -> set[str]:
@@ -245,20 +249,33 @@ class Expander:
 
     async def _turns(
         self, tenant: Tenant, source: Source, deadline: float
-    ) -> tuple[list[PersistedTurn], str]:
+    ) -> list[tuple[str, PersistedTurn]]:
+        """The source's turns, each with the file it is in."""
         if source.archive_uri:
             uri = archive_messages_uri(source.archive_uri)
-            turns = await read_archive_turns(self._ov, tenant, source.archive_uri, deadline=deadline)
+            archived = await read_archive_turns(self._ov, tenant, source.archive_uri, deadline=deadline)
+            located = [(uri, turn) for turn in archived]
         else:
-            uri = f"{session_uri(tenant, source.session_id)}/messages.jsonl"
-            turns = await session_turns(self._ov, tenant, source.session_id, deadline=deadline)
+            located = await located_session_turns(self._ov, tenant, source.session_id, deadline=deadline)
         if source.exchange_from >= 0:
-            turns = exchange_at(turns, source.exchange_from)
-        elif source.exact_turn:
-            turns = [t for t in turns if t.turn_id == source.exact_turn]
-        elif source.turn_ids:
-            turns = [t for t in turns if t.turn_id in source.turn_ids] or turns
-        return turns, uri
+            kept = {t.turn_id for t in exchange_at([t for _, t in located], source.exchange_from)}
+            return [(uri, t) for uri, t in located if t.turn_id in kept]
+        if source.exact_turn:
+            return [(uri, t) for uri, t in located if t.turn_id == source.exact_turn]
+        if source.turn_ids:
+            return [(uri, t) for uri, t in located if t.turn_id in source.turn_ids] or located
+        return located
+
+    async def _archive_checkpoints(
+        self, tenant: Tenant, source: Source, located: list[tuple[str, PersistedTurn]], deadline: float
+    ) -> dict[str, CheckpointRecord]:
+        """The checkpoint of each archive file the turns were read from."""
+        if source.checkpoint is not None:
+            return {archive_messages_uri(source.checkpoint.archive_uri): source.checkpoint}
+        if not any(uri != live_messages_uri(tenant, source.session_id) for uri, _ in located):
+            return {}
+        records = await self._checkpoints_of_session(tenant, source.session_id, deadline)
+        return {archive_messages_uri(r.archive_uri): r for r in records}
 
     async def _collect(
         self,
@@ -268,31 +285,32 @@ class Expander:
         response: compaction_pb2.ExpandMemoryResponse,
         deadline: float,
     ) -> list[tuple[float, int, compaction_pb2.ExpandedTurn]]:
-        """Candidate turns of every source (scored), filling in the linked and readable URIs."""
+        """Candidate turns of every source (scored), filling in the linked and readable URIs and
+        the checkpoint: each turn names the file it is in (an archive's once committed)."""
         candidates: list[tuple[float, int, compaction_pb2.ExpandedTurn]] = []
         seen: set[str] = set()
         for source in sources:
-            turns, readable = await self._turns(tenant, source, deadline)
+            located = await self._turns(tenant, source, deadline)
+            checkpoints = await self._archive_checkpoints(tenant, source, located, deadline)
             for uri in (session_uri(tenant, source.session_id), source.archive_uri):
                 if uri and uri not in response.linked_uris:
                     response.linked_uris.append(uri)
-            if turns and readable not in response.readable_uris:
-                response.readable_uris.append(readable)
-            record = source.checkpoint
-            if record is not None:
-                response.checkpoint_id = response.checkpoint_id or record.checkpoint_id
-                overview = f"{record.archive_uri}/.overview.md"
-                completed = record.status == Status.CHECKPOINT_STATUS_COMPLETED
-                if completed and record.summary and overview not in response.readable_uris:
-                    response.readable_uris.append(overview)
-            for turn in turns:
+            for readable, turn in located:
                 if turn.turn_id in seen:
                     continue
                 seen.add(turn.turn_id)
+                record = checkpoints.get(readable)
+                if readable not in response.readable_uris:
+                    response.readable_uris.append(readable)
+                if record is not None:
+                    self._note_checkpoint(record, response)
                 score = overlap_score(query, "\n".join(texts_of(turn.message)))
                 expanded = compaction_pb2.ExpandedTurn(
                     turn=turn_envelope(
-                        turn, openviking_session_id=source.session_id, agent_id=source.agent_id
+                        turn,
+                        openviking_session_id=source.session_id,
+                        agent_id=source.agent_id,
+                        checkpoint_id=record.checkpoint_id if record else "",
                     ),
                     source_uri=readable,
                     match_score=score,
@@ -300,6 +318,18 @@ class Expander:
                 )
                 candidates.append((score, turn.sequence, expanded))
         return candidates
+
+    @staticmethod
+    def _note_checkpoint(record: CheckpointRecord, response: compaction_pb2.ExpandMemoryResponse) -> None:
+        """The first checkpoint met is the response's; an LLM summary's file is readable too."""
+        response.checkpoint_id = response.checkpoint_id or record.checkpoint_id
+        linked = record.archive_uri
+        if linked and linked not in response.linked_uris:
+            response.linked_uris.append(linked)
+        overview = f"{record.archive_uri}/.overview.md"
+        completed = record.status == Status.CHECKPOINT_STATUS_COMPLETED
+        if completed and record.summary and overview not in response.readable_uris:
+            response.readable_uris.append(overview)
 
     async def expand(
         self, identity: RequestIdentity, request: compaction_pb2.ExpandMemoryRequest, deadline: float
