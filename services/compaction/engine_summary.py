@@ -70,6 +70,14 @@ def stored(summary: ExtractiveSummary, encoding: str, covers_turns: int) -> Engi
     )
 
 
+def engine_summary_of(
+    turns: Sequence[PersistedTurn], *, max_tokens: int, count: TokenCounter
+) -> EngineSummary:
+    """The engine summary of archived turns, within `max_tokens`."""
+    summary = summarise(turn_sentences(turns, count), max_tokens=max_tokens, count=count.count)
+    return stored(summary, count.encoding_name, len(turns))
+
+
 class EngineSummariser:
     """Writes the engine summary of a committed checkpoint, once (idempotent, any replica)."""
 
@@ -81,18 +89,12 @@ class EngineSummariser:
         self._max_tokens = max_tokens
         self._count = TokenCounter.for_model("", encoding)
 
-    def summary_of(self, turns: Sequence[PersistedTurn]) -> EngineSummary:
-        summary = summarise(
-            turn_sentences(turns, self._count), max_tokens=self._max_tokens, count=self._count.count
-        )
-        return stored(summary, self._count.encoding_name, len(turns))
-
     async def ensure(self, tenant: Tenant, record: CheckpointRecord) -> CheckpointRecord:
         """The checkpoint with its engine summary (written now when it has none yet)."""
         if record.engine_summary is not None or not record.archive_uri:
             return record
         turns = await read_archive_turns(self._ov, tenant, record.archive_uri)
-        summary = self.summary_of(turns)
+        summary = engine_summary_of(turns, max_tokens=self._max_tokens, count=self._count)
 
         def attach(current: CheckpointRecord) -> CheckpointRecord | None:
             if current.engine_summary is not None:

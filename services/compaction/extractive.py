@@ -4,7 +4,8 @@ Without an LLM, OpenViking's commit writes only a count-only placeholder ("12 tu
 messages"), so a continuing session's compacted part would never reach the model. This picks,
 within a token cap, the sentences that say the most names, numbers and dates not said yet
 (`services.compaction.key_terms`), a decision ("decided", "booked", "will") counting as one
-more: greedy set cover by new terms per token, so greetings and thanks (no terms) are never
+more, the user's words a little more than the assistant's: greedy set cover by new terms per
+token, so greetings and thanks (no terms) are never
 picked and a fact repeated later is not paid twice. The picks are shown in conversation order,
 one line per exchange under the date it was said:
 
@@ -34,6 +35,9 @@ _DECISION = re.compile(
     r"signed|bought|moved|started|quit|promis\w*)\b",
     re.IGNORECASE,
 )
+USER_WEIGHT = 1.25
+"""The user's own words are the fact, the assistant's reply often only echoes it: a user sentence
+counts this much more per token (an echo wins only when a fifth shorter)."""
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
 _CLAUSE_END = re.compile(r"(?<=[,;])\s+")
 
@@ -183,7 +187,7 @@ def _pick(candidates: list[_Candidate], max_tokens: int) -> list[Sentence]:
             gain = _gain(candidate, covered)
             if gain <= 0 or cost > room:
                 continue
-            ratio = gain / cost
+            ratio = gain / cost * (USER_WEIGHT if candidate.sentence.role == "U" else 1.0)
             if ratio > best_ratio:
                 best, best_ratio = candidate, ratio
         if best is None:

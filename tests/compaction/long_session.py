@@ -78,7 +78,9 @@ def generated_exchanges(count: int, *, seed: int = 7, social_share: float = 0.5)
     return out
 
 
-def _message(role: common_pb2.MessageRole, text: str, at: datetime, sequence: int) -> common_pb2.ConversationMessage:
+def _message(
+    role: common_pb2.MessageRole, text: str, at: datetime, sequence: int
+) -> common_pb2.ConversationMessage:
     stamp = Timestamp()
     stamp.FromDatetime(at)
     return common_pb2.ConversationMessage(
