@@ -8,12 +8,14 @@ one, else the engine's own extractive summary, written at commit
 (`services.compaction.engine_summary`). Without an LLM OpenViking writes only a count-only
 placeholder, so before the engine wrote its own a continuing session's compacted part never
 reached the model. Each summary names its checkpoint and archive, so `memory_expand` of either
-returns the raw turns it stands for.
+returns the raw turns it stands for. Before them comes the oldest shown checkpoint's `earlier`
+summary, a summary of the summaries of every checkpoint before it
+(`services.compaction.history`): a long session's whole past within a few summaries' tokens.
 
-A finished checkpoint (COMPLETED or FAILED: OpenViking's phase 2 ended) is never rewritten, so
-its summary is final: a replica remembers it (`REMEMBERED_SUMMARIES`) instead of reading the
-checkpoint on every Assemble. A checkpoint still in flight is read again each time (its LLM
-summary may land).
+A finished checkpoint (COMPLETED or FAILED: OpenViking's phase 2 ended) that has its engine
+summary is never rewritten, so its summaries are final: a replica remembers them
+(`REMEMBERED_SUMMARIES`) instead of reading the checkpoint on every Assemble. A checkpoint still
+in flight is read again each time (its LLM summary may land).
 """
 
 from __future__ import annotations
@@ -93,6 +95,18 @@ def compact_summary(identity: RequestIdentity, record: CheckpointRecord) -> pack
     )
 
 
+def earlier_summary(record: CheckpointRecord) -> packet_pb2.CompactSummary | None:
+    """The summary of every checkpoint before `record` (`services.compaction.history`)."""
+    if record.earlier is None or not record.earlier.text:
+        return None
+    return packet_pb2.CompactSummary(
+        overview=record.earlier.text, checkpoint_id=f"{record.checkpoint_id}/earlier"
+    )
+
+
+_Shown = tuple[packet_pb2.CompactSummary | None, packet_pb2.CompactSummary | None]
+
+
 class CheckpointSummaries:
     """The summaries of the stream's newest committed checkpoints; one without any is left out."""
 
@@ -106,28 +120,29 @@ class CheckpointSummaries:
         self._checkpoints = checkpoints
         self._resolve = resolve
         self._clock = clock
-        self._final: SizedCache[tuple[str, str, str], tuple[packet_pb2.CompactSummary | None, float]] = (
-            SizedCache(REMEMBERED_SUMMARIES)
-        )
+        self._final: SizedCache[tuple[str, str, str], tuple[_Shown, float]] = SizedCache(REMEMBERED_SUMMARIES)
 
     async def latest_summaries(
         self, identity: RequestIdentity, deadline: float
     ) -> list[packet_pb2.CompactSummary]:
+        """Oldest first: the summary of the checkpoints before those shown, then theirs."""
         checkpoint_ids = await self._resolve(identity, deadline)
-        found = await asyncio.gather(*(self._summary(identity, c, deadline) for c in checkpoint_ids))
-        return [summary for summary in found if summary is not None]
+        found = await asyncio.gather(*(self._summaries(identity, c, deadline) for c in checkpoint_ids))
+        if not found:
+            return []
+        earlier, own = found[0]
+        return [s for s in (earlier, own, *(own for _earlier, own in found[1:])) if s is not None]
 
-    async def _summary(
-        self, identity: RequestIdentity, checkpoint_id: str, deadline: float
-    ) -> packet_pb2.CompactSummary | None:
+    async def _summaries(self, identity: RequestIdentity, checkpoint_id: str, deadline: float) -> _Shown:
+        """(the summary of the checkpoints before it, its own summary) of one checkpoint."""
         key = (identity.tenant.account_id, identity.tenant.user_id, checkpoint_id)
         remembered = self._final.get(key)
         if remembered is not None and self._clock() - remembered[1] < SUMMARY_RECHECK_SECONDS:
             return remembered[0]
         record = await self._checkpoints.read(identity.tenant, checkpoint_id, deadline=deadline)
         if record is None or not record.archive_uri:
-            return None  # not committed (yet): its turns are still the host's raw ones
-        summary = compact_summary(identity, record) if record.shown_summary else None
-        if record.is_terminal:
-            self._final.put(key, (summary, self._clock()))
-        return summary
+            return None, None  # not committed (yet): its turns are still the host's raw ones
+        shown = (earlier_summary(record), compact_summary(identity, record) if record.shown_summary else None)
+        if record.is_terminal and record.engine_summary is not None:
+            self._final.put(key, (shown, self._clock()))
+        return shown

@@ -32,13 +32,14 @@ def said_on(message: common_pb2.ConversationMessage) -> str:
 
 def turn_sentences(turns: Sequence[PersistedTurn], count: TokenCounter) -> list[Sentence]:
     """The sentences of the user's and the assistant's texts, by exchange (a user message and
-    what follows it). Tool calls and results are left out: `memory_expand` returns them whole."""
+    what follows it, known by the stream sequence of its first message, so summaries of several
+    checkpoints merge). Tool calls and results are left out: `memory_expand` returns them whole."""
     sentences: list[Sentence] = []
     exchange = -1
     for turn in sorted(turns, key=lambda t: t.sequence):
         message = turn.message
         if message.role == common_pb2.MESSAGE_ROLE_USER or exchange < 0:
-            exchange += 1
+            exchange = turn.sequence
         role = _ROLES.get(message.role)
         if role is None:
             continue
@@ -49,7 +50,9 @@ def turn_sentences(turns: Sequence[PersistedTurn], count: TokenCounter) -> list[
     return sentences
 
 
-def stored(summary: ExtractiveSummary, encoding: str, covers_turns: int) -> EngineSummary:
+def stored(
+    summary: ExtractiveSummary, encoding: str, covers_turns: int, covers_checkpoints: int = 1
+) -> EngineSummary:
     return EngineSummary(
         text=summary.text,
         tokens=summary.tokens,
@@ -67,6 +70,7 @@ def stored(summary: ExtractiveSummary, encoding: str, covers_turns: int) -> Engi
         source_terms={kind: sorted(terms) for kind, terms in summary.source_terms.kinds.items()},
         kept_terms=dict(summary.coverage.kept),
         covers_turns=covers_turns,
+        covers_checkpoints=covers_checkpoints,
     )
 
 

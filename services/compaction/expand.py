@@ -2,6 +2,8 @@
 
 Accepted references:
 - a checkpoint id (`cp-...`);
+- `<checkpoint id>/earlier`, the summary of every checkpoint of the stream before that one
+  (`services.compaction.history`): all their raw turns, oldest first;
 - an archive (summary) URI `viking://user/<me>/sessions/<id>/history/archive_NNN[/...]`, or a
   session URI `viking://user/<me>/sessions/<id>` (also `viking://~/...`, `viking://session/<id>`);
 - a memory URI under `viking://user/<me>/memories/...` (or `.../peers/<p>/memories/...`), traced
@@ -23,15 +25,23 @@ Results are paged: `limit` turns per page (capped to memoryExpandMaxResults), an
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass, field
 
 from contextengine.v1 import common_pb2, compaction_pb2
 
 from services.compaction.handles import session_of
+from services.compaction.history import EARLIER_SUFFIX
 from services.compaction.transcript import located_session_turns
 from shared.domain.archives import archive_messages_uri, read_archive_turns, session_uri
-from shared.domain.checkpoints import CheckpointRecord, CheckpointStore, Status, is_checkpoint_id
+from shared.domain.checkpoints import (
+    CheckpointRecord,
+    CheckpointStore,
+    Status,
+    is_checkpoint_id,
+    stream_of_checkpoint,
+)
 from shared.domain.documents import DocumentStore
 from shared.domain.envelope import TURN_ID_PREFIX, PersistedTurn, texts_of, turn_envelope
 from shared.domain.identity import RequestIdentity, check_free_text_id
@@ -73,7 +83,7 @@ def overlap_score(query_words: set[str], text: str) -> float:
 @dataclass(frozen=True)
 class Reference:
     kind: str
-    """"checkpoint", "session", "archive", "memory", "turn", "turn_handle" or "turn_id"."""
+    """"checkpoint", "earlier", "session", "archive", "memory", "turn", "turn_handle" or "turn_id"."""
     uri: str
     """Canonical URI (`viking://user/<me>/...`), or the checkpoint or turn id."""
     session_id: str = ""
@@ -89,6 +99,8 @@ def parse_reference(raw: str, tenant: Tenant) -> Reference:
         raise InvalidArgument(FIELD, "is required")
     if is_checkpoint_id(value):
         return Reference("checkpoint", value)
+    if value.endswith(EARLIER_SUFFIX) and is_checkpoint_id(value.removesuffix(EARLIER_SUFFIX)):
+        return Reference("earlier", value.removesuffix(EARLIER_SUFFIX))
     if value.startswith(TURN_ID_PREFIX):
         return Reference("turn_id", value)
     handle = parse_turn_handle(value)
@@ -191,6 +203,27 @@ class Expander:
     def _source(self, record: CheckpointRecord, identity: RequestIdentity) -> Source:
         return Source(record.session_id, record.archive_uri, record.agent_id or identity.agent_id, record)
 
+    async def _checkpoint_sources(
+        self, identity: RequestIdentity, ref: Reference, deadline: float
+    ) -> list[Source]:
+        """The checkpoint's archive, or ("earlier") every committed checkpoint before it."""
+        tenant = identity.tenant
+        checkpoint_id = ref.uri
+        if ref.kind == "checkpoint":
+            record = await self._checkpoints.read(tenant, checkpoint_id, deadline=deadline)
+            if record is None or not record.archive_uri:
+                raise NotFound(f"{FIELD}: checkpoint {checkpoint_id} not found")
+            return [self._source(record, identity)]
+        stream_id = stream_of_checkpoint(checkpoint_id) or ""
+        state = await self._stream_state(tenant, stream_id, deadline)
+        if state is None or checkpoint_id not in state.checkpoint_ids:
+            raise NotFound(f"{FIELD}: checkpoint {checkpoint_id} not found")
+        before = state.checkpoint_ids[: state.checkpoint_ids.index(checkpoint_id)]
+        records = await asyncio.gather(
+            *(self._checkpoints.read(tenant, c, deadline=deadline) for c in before)
+        )
+        return [self._source(r, identity) for r in records if r is not None and r.archive_uri]
+
     async def _turn_sources(self, identity: RequestIdentity, ref: Reference, deadline: float) -> list[Source]:
         """A recalled exchange (turn-index URI) or one message by turn id (in the caller's stream)."""
         if ref.kind == "turn":
@@ -212,11 +245,8 @@ class Expander:
     ) -> tuple[list[Source], str]:
         """The archives to expand and the fallback query text (a memory's own content)."""
         tenant = identity.tenant
-        if ref.kind == "checkpoint":
-            record = await self._checkpoints.read(tenant, ref.uri, deadline=deadline)
-            if record is None or not record.archive_uri:
-                raise NotFound(f"{FIELD}: checkpoint {ref.uri} not found")
-            return [self._source(record, identity)], ""
+        if ref.kind in ("checkpoint", "earlier"):
+            return await self._checkpoint_sources(identity, ref, deadline), ""
         if ref.kind in ("turn", "turn_handle", "turn_id"):
             return await self._turn_sources(identity, ref, deadline), ""
         if ref.kind in ("session", "archive"):
@@ -307,10 +337,7 @@ class Expander:
                 score = overlap_score(query, "\n".join(texts_of(turn.message)))
                 expanded = compaction_pb2.ExpandedTurn(
                     turn=turn_envelope(
-                        turn,
-                        openviking_session_id=source.session_id,
-                        agent_id=source.agent_id,
-                        checkpoint_id=record.checkpoint_id if record else "",
+                        turn, openviking_session_id=source.session_id, agent_id=source.agent_id
                     ),
                     source_uri=readable,
                     match_score=score,

@@ -10,7 +10,8 @@ a task of this replica - never of the call that asked - which:
    dropped, no checkpoint remains);
 2. writes the engine's own summary of the archived turns into the checkpoint
    (`services.compaction.engine_summary`; LLM-free, so a continuing session keeps its past even
-   when OpenViking writes no summary);
+   when OpenViking writes no summary), and the summary of the stream's earlier checkpoints
+   (`services.compaction.history`);
 3. polls until OpenViking's phase 2 ended and finalises the checkpoint (COMPLETED or FAILED,
    `shared.domain.finalisation.finalise`); transient OpenViking errors are retried.
 
@@ -32,6 +33,7 @@ import time
 from datetime import timedelta
 
 from services.compaction.engine_summary import EngineSummariser
+from services.compaction.history import HistorySummariser
 from services.compaction.transcript import session_turns
 from shared.domain.checkpoints import (
     CheckpointRecord,
@@ -117,6 +119,9 @@ class CompactionWorker:
         self._index = TurnIndexWriter(openviking)
         self._summariser = EngineSummariser(
             openviking, self._store, max_tokens=summary_max_tokens, encoding=encoding
+        )
+        self._history = HistorySummariser(
+            self._store, self._states, self._summariser, max_tokens=summary_max_tokens, encoding=encoding
         )
         self.name = replica_name()
         self._jobs: dict[str, asyncio.Task[None]] = {}
@@ -330,16 +335,18 @@ class CompactionWorker:
         return None
 
     async def _summarise(self, tenant: Tenant, record: CheckpointRecord) -> CheckpointRecord:
-        """The checkpoint with its engine summary; a refusal is logged and never blocks the
+        """The checkpoint with its engine summary and the summary of the stream's earlier
+        checkpoints (`services.compaction.history`); a refusal is logged and never blocks the
         finalisation (transient errors are retried by the caller's next step)."""
         try:
             summarised = await self._summariser.ensure(tenant, record)
+            summarised = await self._history.ensure(stream_identity(tenant, record), summarised)
         except _RETRIABLE:
             raise
         except BackendError as exc:
             log.warning("engine summary of %s not written: %s", record.checkpoint_id, exc.message)
             return record
-        if summarised.engine_summary is not None and record.engine_summary is None:
+        if (summarised.engine_summary, summarised.earlier) != (record.engine_summary, record.earlier):
             self._memory_changes.changed(tenant)  # assembly replicas here show it at once
         return summarised
 

@@ -99,6 +99,11 @@ class EngineSummary(BaseModel):
     kept_terms: dict[str, int] = Field(default_factory=dict)
     covers_turns: int = 0
     """Archived turns it summarises (the checkpoint's `start_sequence`..`end_sequence`)."""
+    covers_checkpoints: int = 1
+    """Checkpoints whose turns it summarises (more than one for a summary of summaries)."""
+
+    def terms(self) -> dict[str, frozenset[str]]:
+        return {kind: frozenset(terms) for kind, terms in self.source_terms.items()}
 
 
 class CheckpointRecord(BaseModel):
@@ -125,6 +130,10 @@ class CheckpointRecord(BaseModel):
     """The archive's working-memory overview (empty without an LLM summary)."""
     engine_summary: EngineSummary | None = None
     """Written as soon as the commit is recorded, LLM or not; shown while `summary` is empty."""
+    earlier: EngineSummary | None = None
+    """A summary of every earlier checkpoint of the stream (of their summaries, within the same
+    cap), so a long session's whole past fits a budget; `memory_expand("<id>/earlier")` returns
+    their raw turns."""
     extracted_memory_uris: list[str] = Field(default_factory=list)
     failure_reason: str = ""
     origin_traceparent: str = ""

@@ -158,7 +158,7 @@ async def test_a_settled_compaction_without_llm_shows_the_engine_summary_read_on
     finally:
         await host.stop()
     # The user's words, not the assistant's echo of them (they add nothing).
-    assert compacted.summary.endswith("\nU: My flight to Lisbon leaves on May 3."), compacted.summary
+    assert compacted.summary == "U: My flight to Lisbon leaves on May 3.", compacted.summary
     shown = [compacted.summary]
     assert reads == [([DOCUMENT_READ] * 2, shown), ([DOCUMENT_READ], shown), ([DOCUMENT_READ] * 2, shown)]
 

@@ -11,7 +11,12 @@ from datetime import UTC, datetime, timedelta
 from contextengine.v1 import common_pb2
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from services.assembly.summaries import MAX_SUMMARY_CHECKPOINTS
+from services.compaction.engine_summary import engine_summary_of
+from services.compaction.history import summary_of_summaries
+from shared.domain.checkpoints import EngineSummary
 from shared.domain.envelope import PersistedTurn
+from shared.tokens import TokenCounter
 
 PEOPLE = ("Priya", "Marcus", "Elena", "Tomasz", "Aiko", "Rafael", "Ingrid", "Kwame", "Sofia", "Dmitri")
 PLACES = ("Lisbon", "Denver", "Osaka", "Nairobi", "Toronto", "Krakow", "Valparaiso", "Bergen")
@@ -104,3 +109,61 @@ def host_messages(exchanges: list[Exchange], start: int = 0) -> list[common_pb2.
 
 def persisted(messages: list[common_pb2.ConversationMessage]) -> list[PersistedTurn]:
     return [PersistedTurn(f"ct-{i:07d}", i, m) for i, m in enumerate(messages)]
+
+
+@dataclass(frozen=True)
+class Level:
+    """One summary of the measured session: what it covers and what it keeps of it."""
+
+    name: str
+    tokens: int
+    covers_turns: int
+    kept: dict[str, int]
+    total: dict[str, int]
+
+
+def measured_levels(
+    compactions: int, turns_each: int, max_tokens: int, seed: int = 7
+) -> tuple[list[Level], list[EngineSummary]]:
+    """A session of `compactions` x `turns_each` turns summarised as the worker does: each
+    compaction's own summary, the chain of `earlier` summaries; the levels Assemble shows for
+    the last compaction (the `earlier` of the oldest of the newest three, then those three)."""
+    count = TokenCounter.for_model("", "o200k_base")
+    messages = host_messages(generated_exchanges(compactions * turns_each // 2, seed=seed))
+    turns = persisted(messages)
+    own = [
+        engine_summary_of(turns[i * turns_each : (i + 1) * turns_each], max_tokens=max_tokens, count=count)
+        for i in range(compactions)
+    ]
+    earlier: list[EngineSummary | None] = [None]
+    for index in range(1, compactions):
+        parts = [p for p in (earlier[-1], own[index - 1]) if p is not None]
+        earlier.append(summary_of_summaries(parts, max_tokens=max_tokens, count=count))
+    oldest_shown = max(0, compactions - MAX_SUMMARY_CHECKPOINTS)
+    shown = [s for s in (earlier[oldest_shown], *own[oldest_shown:]) if s is not None]
+    names = ["earlier", *[f"checkpoint {i + 1}" for i in range(oldest_shown, compactions)]]
+    if earlier[oldest_shown] is None:
+        names = names[1:]
+    levels = [
+        Level(
+            name, s.tokens, s.covers_turns, dict(s.kept_terms), {k: len(v) for k, v in s.source_terms.items()}
+        )
+        for name, s in zip(names, shown, strict=True)
+    ]
+    return levels, shown
+
+
+def main() -> None:
+    for compactions, turns_each, cap in ((1, 200, 200), (20, 100, 200), (20, 100, 400)):
+        levels, _ = measured_levels(compactions, turns_each, cap)
+        total = sum(level.tokens for level in levels)
+        print(f"{compactions} compaction(s) x {turns_each} turns, cap {cap}: {total} summary tokens shown")
+        for level in levels:
+            shares = ", ".join(f"{k} {level.kept[k]}/{level.total[k]}" for k in ("names", "numbers", "dates"))
+            print(
+                f"  {level.name:>14}: {level.tokens:4d} tokens, {level.covers_turns:5d} turns; kept {shares}"
+            )
+
+
+if __name__ == "__main__":
+    main()

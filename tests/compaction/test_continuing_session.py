@@ -184,4 +184,45 @@ async def test_a_recalled_exchange_expands_from_where_it_was_archived(host: Engi
     assert {t.source_uri for t in expanded.turns} == {archived}
     assert list(expanded.readable_uris) == [archived]
     assert expanded.checkpoint_id == cp.checkpoint_id
-    assert all(t.turn.compaction_marker.compact_checkpoint_id == cp.checkpoint_id for t in expanded.turns)
+
+
+async def test_many_compactions_show_one_earlier_summary_that_expands_to_every_raw_turn(host: Engine) -> None:
+    """Issue 31 item 5: with more checkpoints than Assemble shows one by one, the summary of the
+    older ones comes first, and its reference leads to all of their raw turns, exactly."""
+    who = _identity()
+    transcript: list[common_pb2.ConversationMessage] = []
+    checkpoints: list[checkpoint_pb2.CompactCheckpoint] = []
+    async with aio.insecure_channel(host.address) as channel:
+        capture = capture_pb2_grpc.CaptureServiceStub(channel)
+        compaction = compaction_pb2_grpc.CompactionServiceStub(channel)
+        for round_ in range(5):
+            new = host_messages(generated_exchanges(4, seed=round_, social_share=0.25), start=len(transcript))
+            await capture.AfterTurn(
+                capture_pb2.AfterTurnRequest(
+                    identity=who, messages=[*transcript, *new], pre_prompt_message_count=len(transcript)
+                ),
+                timeout=120,
+            )
+            transcript += new
+            done = await compaction.Compact(
+                compaction_pb2.CompactRequest(identity=who, force=True), timeout=180
+            )
+            assert done.checkpoint.status == checkpoint_pb2.CHECKPOINT_STATUS_COMPLETED, done
+            checkpoints.append(done.checkpoint)
+        reply = await assembly_pb2_grpc.AssemblyServiceStub(channel).Assemble(
+            assembly_pb2.AssembleRequest(identity=who, messages=transcript, token_budget=4000), timeout=60
+        )
+        ids = [c.checkpoint_id for c in checkpoints]
+        summaries = list(reply.packet.compact_summaries)
+        earlier = f"{ids[2]}/earlier"
+        assert [s.checkpoint_id for s in summaries] == [earlier, *ids[2:]]
+        assert f'memory_expand("{earlier}")' in _text(reply.messages[0])
+        expanded = await compaction.ExpandMemory(
+            compaction_pb2.ExpandMemoryRequest(identity=who, summary_or_memory_uri=earlier, limit=100),
+            timeout=60,
+        )
+    assert [t.message for t in expanded.turns] == transcript[:16]  # the first two compactions' turns
+    assert {t.source_uri for t in expanded.turns} == {
+        f"{c.archive_uri}/messages.jsonl" for c in checkpoints[:2]
+    }
+    assert expanded.checkpoint_id == ids[0]

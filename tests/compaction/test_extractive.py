@@ -109,5 +109,5 @@ def test_a_long_session_keeps_most_of_its_facts_within_the_cap() -> None:
 def test_sentences_follow_exchanges_and_skip_tool_traffic() -> None:
     turns = persisted(host_messages(generated_exchanges(4, social_share=0.0)))
     sentences = turn_sentences(turns, COUNT)
-    assert [s.exchange for s in sentences if s.role == "U"] == [(0,), (1,), (2,), (3,)]
+    assert [s.exchange for s in sentences if s.role == "U"] == [(0,), (2,), (4,), (6,)]
     assert all(s.said_on.startswith("2026-01-0") for s in sentences)

@@ -69,7 +69,7 @@ async def test_compact_commits_and_returns_the_newest_raw_turns(service: Replica
     assert state.turns_since_compaction == 0 and state.inflight == []
     assert state.checkpoint_ids == [cp.checkpoint_id]
 
-    again = await service.stub.Compact(compact_request(who), timeout=60)
+    again = await service.stub.Compact(compact_request(who, force=False), timeout=60)
     assert not again.compacted and "nothing to compact" in again.reason
 
     # New turns land in the new session; the next compaction covers only them.
@@ -84,8 +84,11 @@ async def test_compact_commits_and_returns_the_newest_raw_turns(service: Replica
         10,
         11,
     )
-    # The raw window spans sessions: the newest 4 are 8..11.
-    assert list(second.messages) == writer.written[-4:]
+    # The newest summary (the second exchange says nothing to keep: the first checkpoint's), then
+    # the raw window, which spans sessions: the newest 4 are 8..11.
+    assert second.summary == response.summary
+    assert second.messages[0].id.endswith(cp.checkpoint_id)
+    assert list(second.messages[1:]) == writer.written[-4:]
 
     listed = await service.stub.ListCheckpoints(
         compaction_pb2.ListCheckpointsRequest(identity=who, page_size=1), timeout=30
