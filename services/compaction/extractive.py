@@ -38,7 +38,10 @@ _DECISION = re.compile(
 USER_WEIGHT = 1.25
 """The user's own words are the fact, the assistant's reply often only echoes it: a user sentence
 counts this much more per token (an echo wins only when a fifth shorter)."""
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[\u3002\uff01\uff1f])|\n+")
+"""Where a sentence ends: . ! ? and a space, a CJK full stop, exclamation or question mark, a newline."""
+MAX_WORD_CHARS = 40
+"""A "word" longer than this (unspaced scripts: Chinese, Japanese) is cut every this many characters."""
 _CLAUSE_END = re.compile(r"(?<=[,;])\s+")
 
 Count = Callable[[str], int]
@@ -88,7 +91,8 @@ def split_sentences(text: str, count: Count) -> list[str]:
 def _cut_words(text: str, count: Count) -> list[str]:
     out: list[str] = []
     current: list[str] = []
-    for word in text.split():
+    words = [w[i : i + MAX_WORD_CHARS] for w in text.split() for i in range(0, len(w), MAX_WORD_CHARS)]
+    for word in words:
         if current and count(" ".join([*current, word])) > MAX_SENTENCE_TOKENS:
             out.append(" ".join(current))
             current = []

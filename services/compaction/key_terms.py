@@ -3,9 +3,10 @@
 LLM-free and deterministic, so the extractive summary (`services.compaction.extractive`) can pick
 sentences for them and its coverage can be checked against its source turns by the same rule:
 
-- a *name* is a capitalised word (or run of them) that is not the first word of a sentence, or a
-  sentence-initial capitalised word the same text also capitalises elsewhere ("Melanie" opening a
-  sentence counts once "… with Melanie" is seen); pronouns and calendar words are never names;
+- a *name* is a capitalised word of any script (or run of them) that is not the first word of a
+  sentence, or a sentence-initial capitalised word the same text also capitalises elsewhere
+  ("Melanie" opening a sentence counts once "… with Melanie" is seen); pronouns and calendar
+  words are never names (unicameral scripts such as Chinese have none: only numbers and dates);
 - a *number* is a run of digits (with `.`, `,` or `:` inside, an optional `%`);
 - a *date* is a month name with its day or year, an ISO date, a weekday, or a relative day
   ("yesterday", "last week").
@@ -33,11 +34,13 @@ _DATE = re.compile(
     r"|yesterday|tomorrow|tonight|(?:last|next|this)\s+(?:week|month|year|weekend))\b",
     re.IGNORECASE,
 )
-_NUMBER = re.compile(r"(?<![\w.])\d+(?:[.,:]\d+)*%?")
+_NUMBER = re.compile(r"(?<![A-Za-z0-9_.])\d+(?:[.,:]\d+)*%?")
 _APOSTROPHES = "'\u2019"
-_WORD = rf"[A-Z][a-zA-Z{_APOSTROPHES}-]*[a-zA-Z]"
-_CAPITALISED = re.compile(rf"\b{_WORD}(?:\s+{_WORD})*")
-_SENTENCE_START = re.compile(r"(?:^|[.!?:;\"“(]\s*|\n\s*[-*•]?\s*)$")
+_WORD = re.compile(rf"[^\W\d_](?:[\w{_APOSTROPHES}-]*[^\W_])?")
+"""A word of letters (any script; digits, apostrophes and hyphens inside)."""
+_OPENERS = ' \t"\u201c(*-\u2022'
+"""What may stand between a sentence's end and its first word."""
+_SENTENCE_ENDS = ".!?:;\n\u3002\uff01\uff1f"
 _NOT_NAMES = frozenset(
     (
         "i i'm i've i'd i'll ok okay yes no oh hey hi hello thanks thank "
@@ -65,13 +68,40 @@ class KeyTerms:
         return {"names": self.names, "numbers": self.numbers, "dates": self.dates}
 
 
+def _opens_sentence(text: str, start: int) -> bool:
+    index = start - 1
+    while index >= 0 and text[index] in _OPENERS:
+        index -= 1
+    return index < 0 or text[index] in _SENTENCE_ENDS
+
+
+def _capitalised_runs(text: str) -> list[tuple[bool, list[str]]]:
+    """Runs of capitalised words one space apart, each with whether it opens a sentence."""
+    runs: list[tuple[bool, list[str]]] = []
+    end = -1
+    for match in _WORD.finditer(text):
+        word = match[0]
+        if not word[0].isupper():
+            end = -1
+            continue
+        if end >= 0 and text[end : match.start()] == " ":
+            runs[-1][1].append(word)
+        else:
+            runs.append((_opens_sentence(text, match.start()), [word]))
+        end = match.end()
+    return runs
+
+
+def _is_name(word: str) -> bool:
+    return len(word) > 1 and word.lower().strip(_APOSTROPHES) not in _NOT_NAMES
+
+
 def _names(text: str, known: frozenset[str]) -> set[str]:
     names: set[str] = set()
-    for match in _CAPITALISED.finditer(text):
-        words = match[0].split()
-        if _SENTENCE_START.search(text[: match.start()]) and words[0].lower() not in known:
-            words = words[1:]  # a sentence's first word is capitalised anyway
-        kept = [w for w in words if w.lower().strip(_APOSTROPHES) not in _NOT_NAMES]
+    for opens, run in _capitalised_runs(text):
+        # A sentence's first word is capitalised anyway: a name only when known as one.
+        words = run[1:] if opens and run[0].lower() not in known else run
+        kept = [w for w in words if _is_name(w)]
         if kept:
             names.add(" ".join(kept).lower())
     return names
@@ -81,12 +111,9 @@ def capitalised_mid_sentence(texts: Iterable[str]) -> frozenset[str]:
     """Words the texts capitalise where a sentence does not start: names wherever they appear."""
     seen: set[str] = set()
     for text in texts:
-        for match in _CAPITALISED.finditer(text):
-            words = match[0].split()
-            if _SENTENCE_START.search(text[: match.start()]):
-                words = words[1:]
-            seen.update(w.lower() for w in words)
-    return frozenset(seen - _NOT_NAMES)
+        for opens, words in _capitalised_runs(text):
+            seen.update(w.lower() for w in (words[1:] if opens else words) if _is_name(w))
+    return frozenset(seen)
 
 
 def key_terms(text: str, known_names: frozenset[str] = frozenset()) -> KeyTerms:

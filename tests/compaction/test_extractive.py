@@ -111,3 +111,14 @@ def test_sentences_follow_exchanges_and_skip_tool_traffic() -> None:
     sentences = turn_sentences(turns, COUNT)
     assert [s.exchange for s in sentences if s.role == "U"] == [(0,), (2,), (4,), (6,)]
     assert all(s.said_on.startswith("2026-01-0") for s in sentences)
+
+
+def test_names_in_any_script_and_unspaced_sentences() -> None:
+    text = "Ayer vi a José y a Zoë en Málaga. 我们在2026年3月5日去了北京。预算是4500元\uff01"
+    terms = key_terms(text, capitalised_mid_sentence([text]))
+    assert {"josé", "zoë", "málaga"} <= terms.names
+    assert {"4500"} <= terms.numbers
+    pieces = split_sentences(text + "很长" * 200, COUNT.count)
+    assert pieces[0] == "Ayer vi a José y a Zoë en Málaga."
+    assert "我们在2026年3月5日去了北京。" in pieces
+    assert all(COUNT.count(p) <= MAX_SENTENCE_TOKENS for p in pieces)
