@@ -131,6 +131,9 @@ class Settings(BaseModel):
     compact_interval_minutes: float = Field(default=30.0, alias="compactIntervalMinutes", gt=0)
     compact_task_timeout_ms: int = Field(default=120_000, alias="compactTaskTimeoutMs", gt=0)
     """How long a synchronous Compact waits for OpenViking's phase 2."""
+    compact_summary_max_tokens: int = Field(default=200, alias="compactSummaryMaxTokens", ge=20, le=8000)
+    """Cap on the engine's own (LLM-free, extractive) summary of one compaction, and on the
+    summary of the older compactions of a stream: Assemble shows at most four of them."""
     fallback_recall_enabled: bool = Field(default=True, alias="fallbackRecallEnabled")
     """Serve RecallFallback (the before_prompt_build path). Off = engine-only lifecycle."""
     recall_timeout_ms: int = Field(default=5000, alias="recallTimeoutMs", gt=0)

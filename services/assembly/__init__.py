@@ -9,12 +9,13 @@ from services.assembly.ports import AssemblyBackend
 from services.assembly.request_wire import ASSEMBLE_WIRE
 from services.assembly.servicer import AssemblyService
 from services.assembly.summaries import (
-    OpenVikingSessionSummaries,
+    CheckpointSummaries,
     SummarySource,
-    stream_sessions,
-    stream_sessions_cache,
+    stream_checkpoints,
+    stream_checkpoints_cache,
 )
 from shared.config import Settings
+from shared.domain.checkpoints import CheckpointStore
 from shared.domain.documents import DocumentStore
 from shared.domain.memory_changes import MemoryChanges
 from shared.domain.stream_state import StreamStateStore
@@ -29,7 +30,7 @@ __all__ = [
     "SERVICE_NAME",
     "AssemblyBackend",
     "AssemblyService",
-    "OpenVikingSessionSummaries",
+    "CheckpointSummaries",
     "SummarySource",
     "assembly_service_spec",
     "assembly_servicer",
@@ -38,21 +39,23 @@ __all__ = [
 
 
 def build_assembly_service(context: ServiceContext) -> ServiceSpec:
-    """The AssemblyService for the runtime: summaries are the archive overviews of the stream's
-    OpenViking sessions, as recorded in its engine state."""
+    """The AssemblyService for the runtime: summaries are those of the stream's checkpoints, as
+    listed in its engine state."""
     return _spec(assembly_servicer(context.settings, context.openviking, context.in_process.memory_changes))
 
 
 def assembly_servicer(
     settings: Settings, client: OpenVikingClient, memory_changes: MemoryChanges | None = None
 ) -> AssemblyService:
-    """The servicer over OpenViking, its summaries read from the stream's engine state; cached
-    profiles and streams' sessions dropped on `memory_changes`."""
-    store = StreamStateStore(DocumentStore(client))
-    sessions = stream_sessions_cache()
+    """The servicer over OpenViking, its summaries read from the stream's checkpoints; cached
+    profiles and streams' checkpoint lists dropped on `memory_changes`."""
+    documents = DocumentStore(client)
+    checkpoints = stream_checkpoints_cache()
     if memory_changes is not None:
-        memory_changes.subscribe(sessions.invalidate)
-    summaries = OpenVikingSessionSummaries(client, stream_sessions(store, sessions))
+        memory_changes.subscribe(checkpoints.invalidate)
+    summaries = CheckpointSummaries(
+        CheckpointStore(documents), stream_checkpoints(StreamStateStore(documents), checkpoints)
+    )
     return AssemblyService(settings, client, summaries, memory_changes)
 
 

@@ -7,7 +7,6 @@ from typing import Protocol
 
 from shared.domain.turn_index_folders import FolderLister
 from shared.openviking.models.search import FindResult, GrepResult
-from shared.openviking.models.sessions import SessionContext
 from shared.openviking.tenant import Tenant
 
 
@@ -55,16 +54,5 @@ class MemorySearch(Protocol):
     ) -> str: ...
 
 
-class SessionContextReader(Protocol):
-    async def get_session_context(
-        self,
-        tenant: Tenant,
-        session_id: str,
-        *,
-        token_budget: int = 128_000,
-        deadline: float | None = None,
-    ) -> SessionContext: ...
-
-
-class AssemblyBackend(MemorySearch, SessionContextReader, FolderLister, Protocol):
+class AssemblyBackend(MemorySearch, FolderLister, Protocol):
     """Everything assembly reads from OpenViking."""

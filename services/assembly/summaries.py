@@ -1,17 +1,21 @@
-"""Where the latest compact summaries of a stream come from.
+"""Where the compact summaries of a stream come from: its checkpoints.
 
-`SummarySource` is the narrow seam; `OpenVikingSessionSummaries` reads the
-`latest_archive_overview` of the stream's OpenViking session(s) from `GET /sessions/{id}/context`.
-Which OpenViking sessions belong to a stream is decided by the engine's stream state
-(`stream_sessions`), which a replica reuses for `STREAM_SESSIONS_TTL_SECONDS`.
+`SummarySource` is the narrow seam; `CheckpointSummaries` reads the stream's newest checkpoint
+documents (which the engine's stream state lists, `stream_checkpoints`, reused by a replica for
+`STREAM_SESSIONS_TTL_SECONDS`). Each committed checkpoint carries what stands in for its
+archived turns (`CheckpointRecord.shown_summary`): OpenViking's archive summary when an LLM wrote
+one, else the engine's own extractive summary, written at commit
+(`services.compaction.engine_summary`). Without an LLM OpenViking writes only a count-only
+placeholder, so before the engine wrote its own a continuing session's compacted part never
+reached the model. Each summary names its checkpoint and archive, so `memory_expand` of either
+returns the raw turns it stands for. Before them comes the oldest shown checkpoint's `earlier`
+summary, a summary of the summaries of every checkpoint before it
+(`services.compaction.history`): a long session's whole past within a few summaries' tokens.
 
-A committed session is never written again (its stream moved on to a new session in the same
-compare-and-swap that handed the compaction off), so once OpenViking has summarised it, its
-overview is final: a replica remembers it (`REMEMBERED_OVERVIEWS`) instead of reading the
-session's context on every Assemble. So is the absence of one once the session's compaction is
-settled (no longer in the stream's `inflight`: OpenViking's phase 2 ended): without an LLM,
-a count-only overview stays so. An empty or count-only overview of a compaction still in flight
-is read again each time.
+A finished checkpoint (COMPLETED or FAILED: OpenViking's phase 2 ended) that has its engine
+summary is never rewritten, so its summaries are final: a replica remembers them
+(`REMEMBERED_SUMMARIES`) instead of reading the checkpoint on every Assemble. A checkpoint still
+in flight is read again each time (its LLM summary may land).
 """
 
 from __future__ import annotations
@@ -19,45 +23,33 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import NamedTuple, Protocol
+from typing import Protocol
 
 from contextengine.v1 import packet_pb2
 
-from services.assembly.ports import SessionContextReader
 from services.assembly.tenant_cache import TenantCache
-from shared.domain.checkpoints import is_placeholder_summary
+from shared.domain.archives import session_uri
+from shared.domain.checkpoints import CheckpointRecord, CheckpointStore
 from shared.domain.identity import RequestIdentity
 from shared.domain.stream_state import StreamStateStore
-from shared.errors import BackendNotFound
 from shared.sized_cache import SizedCache
 
+CheckpointResolver = Callable[[RequestIdentity, float], Awaitable[Sequence[str]]]
+"""(identity, deadline) -> the stream's newest checkpoint ids, oldest first."""
 
-class CommittedSession(NamedTuple):
-    session_id: str
-    settled: bool
-    """Its compaction is no longer in flight: whatever overview it has now is final."""
+MAX_SUMMARY_CHECKPOINTS = 3
+"""Newest checkpoints whose summaries Assemble reads (packing cuts old summaries first)."""
 
-
-SessionIdResolver = Callable[[RequestIdentity, float], Awaitable[Sequence[CommittedSession]]]
-"""(identity, deadline) -> the stream's committed OpenViking sessions, oldest first."""
-
-MAX_SUMMARY_SESSIONS = 3
-"""Newest committed sessions whose overviews Assemble reads (packing cuts old summaries first)."""
-
-OVERVIEW_TOKEN_BUDGET = 8000
-"""token_budget passed to OpenViking so that the overview is never dropped for lack of room."""
-REMEMBERED_OVERVIEWS = 4096
-"""Final overviews a replica keeps (by account, user and session)."""
+REMEMBERED_SUMMARIES = 4096
+"""Final summaries a replica keeps (by account, user and checkpoint)."""
 STREAM_SESSIONS_TTL_SECONDS = 30.0
-"""How long an assembly replica reuses a stream's committed sessions (one stream-state read).
-Commits and phase-2 ends made in the same process drop them at once
-(`shared.domain.memory_changes`). Elsewhere a new summary shows at most this much later: it is
-written by OpenViking's phase 2 after the commit anyway (seconds to minutes with an LLM), and
-until it shows, packing keeps the stream's raw turns and recall finds every exchange. Saves a
-state read per Assemble, which also ran on OpenViking beside the `find` and slowed it."""
-OVERVIEW_RECHECK_SECONDS = 600.0
-"""A remembered overview is read again after this long (bounds what a late append, committed
-again by a repair, could leave stale)."""
+"""How long an assembly replica reuses a stream's checkpoint list (one stream-state read).
+Commits, engine summaries and phase-2 ends made in the same process drop it at once
+(`shared.domain.memory_changes`). Elsewhere a new summary shows at most this much later; until
+it shows, packing keeps the stream's raw turns and recall finds every exchange. Saves a state
+read per Assemble, which also ran on OpenViking beside the `find` and slowed it."""
+SUMMARY_RECHECK_SECONDS = 600.0
+"""A remembered summary is read again after this long (bounds what a repair could leave stale)."""
 
 
 class SummarySource(Protocol):
@@ -66,30 +58,27 @@ class SummarySource(Protocol):
     ) -> list[packet_pb2.CompactSummary]: ...
 
 
-StreamSessionsCache = TenantCache[str, Sequence[CommittedSession]]
-"""A stream's committed sessions by stream id, within a tenant."""
+StreamCheckpointsCache = TenantCache[str, Sequence[str]]
+"""A stream's newest checkpoint ids by stream id, within a tenant."""
 
 
-def stream_sessions_cache(
+def stream_checkpoints_cache(
     ttl: float = STREAM_SESSIONS_TTL_SECONDS, clock: Callable[[], float] = time.monotonic
-) -> StreamSessionsCache:
+) -> StreamCheckpointsCache:
     return TenantCache(ttl, clock=clock)
 
 
-def stream_sessions(store: StreamStateStore, cache: StreamSessionsCache | None = None) -> SessionIdResolver:
-    """Resolver over the engine's stream state: every OpenViking session of the stream, read
-    at most once per `cache`'s TTL (every time without one)."""
+def stream_checkpoints(
+    store: StreamStateStore, cache: StreamCheckpointsCache | None = None
+) -> CheckpointResolver:
+    """Resolver over the engine's stream state: the stream's newest checkpoints, read at most
+    once per `cache`'s TTL (every time without one)."""
 
-    async def read(identity: RequestIdentity, deadline: float) -> Sequence[CommittedSession]:
+    async def read(identity: RequestIdentity, deadline: float) -> Sequence[str]:
         state = await store.load(identity, deadline=deadline)
-        if state is None:
-            return []
-        # Only committed sessions have an archive overview; the active one never does.
-        committed = [s for s in state.sessions if s != state.active_session]
-        inflight = {entry.session_id for entry in state.inflight}
-        return [CommittedSession(s, s not in inflight) for s in committed[-MAX_SUMMARY_SESSIONS:]]
+        return [] if state is None else state.checkpoint_ids[-MAX_SUMMARY_CHECKPOINTS:]
 
-    async def resolve(identity: RequestIdentity, deadline: float) -> Sequence[CommittedSession]:
+    async def resolve(identity: RequestIdentity, deadline: float) -> Sequence[str]:
         if cache is None:
             return await read(identity, deadline)
         return await cache.get(identity.tenant, identity.stream_id, lambda: read(identity, deadline))
@@ -97,51 +86,63 @@ def stream_sessions(store: StreamStateStore, cache: StreamSessionsCache | None =
     return resolve
 
 
-class OpenVikingSessionSummaries:
-    """Archive overviews of the stream's OpenViking sessions; a missing session has none."""
+def compact_summary(identity: RequestIdentity, record: CheckpointRecord) -> packet_pb2.CompactSummary:
+    return packet_pb2.CompactSummary(
+        session_uri=session_uri(identity.tenant, record.session_id),
+        overview=record.shown_summary,
+        archive_uri=record.archive_uri,
+        checkpoint_id=record.checkpoint_id,
+    )
+
+
+def earlier_summary(record: CheckpointRecord) -> packet_pb2.CompactSummary | None:
+    """The summary of every checkpoint before `record` (`services.compaction.history`)."""
+    if record.earlier is None or not record.earlier.text:
+        return None
+    return packet_pb2.CompactSummary(
+        overview=record.earlier.text, checkpoint_id=f"{record.checkpoint_id}/earlier"
+    )
+
+
+_Shown = tuple[packet_pb2.CompactSummary | None, packet_pb2.CompactSummary | None]
+
+
+class CheckpointSummaries:
+    """The summaries of the stream's newest committed checkpoints; one without any is left out."""
 
     def __init__(
         self,
-        client: SessionContextReader,
-        resolve: SessionIdResolver,
+        checkpoints: CheckpointStore,
+        resolve: CheckpointResolver,
         *,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._client = client
+        self._checkpoints = checkpoints
         self._resolve = resolve
         self._clock = clock
-        self._final: SizedCache[tuple[str, str, str], tuple[str, float]] = SizedCache(REMEMBERED_OVERVIEWS)
+        self._final: SizedCache[tuple[str, str, str], tuple[_Shown, float]] = SizedCache(REMEMBERED_SUMMARIES)
 
     async def latest_summaries(
         self, identity: RequestIdentity, deadline: float
     ) -> list[packet_pb2.CompactSummary]:
-        sessions = await self._resolve(identity, deadline)
-        overviews = await asyncio.gather(*(self._overview(identity, s, deadline) for s in sessions))
-        return [
-            packet_pb2.CompactSummary(
-                session_uri=f"viking://user/{identity.tenant.user_id}/sessions/{session.session_id}",
-                overview=overview,
-            )
-            for session, overview in zip(sessions, overviews, strict=True)
-            if overview
-        ]
+        """Oldest first: the summary of the checkpoints before those shown, then theirs."""
+        checkpoint_ids = await self._resolve(identity, deadline)
+        found = await asyncio.gather(*(self._summaries(identity, c, deadline) for c in checkpoint_ids))
+        if not found:
+            return []
+        earlier, own = found[0]
+        return [s for s in (earlier, own, *(own for _earlier, own in found[1:])) if s is not None]
 
-    async def _overview(self, identity: RequestIdentity, session: CommittedSession, deadline: float) -> str:
-        session_id = session.session_id
-        key = (identity.tenant.account_id, identity.tenant.user_id, session_id)
+    async def _summaries(self, identity: RequestIdentity, checkpoint_id: str, deadline: float) -> _Shown:
+        """(the summary of the checkpoints before it, its own summary) of one checkpoint."""
+        key = (identity.tenant.account_id, identity.tenant.user_id, checkpoint_id)
         remembered = self._final.get(key)
-        if remembered is not None and self._clock() - remembered[1] < OVERVIEW_RECHECK_SECONDS:
+        if remembered is not None and self._clock() - remembered[1] < SUMMARY_RECHECK_SECONDS:
             return remembered[0]
-        try:
-            context = await self._client.get_session_context(
-                identity.tenant, session_id, token_budget=OVERVIEW_TOKEN_BUDGET, deadline=deadline
-            )
-        except BackendNotFound:
-            return ""
-        overview = context.latest_archive_overview.strip()
-        # A count-only placeholder is no summary: it must not displace raw turns.
-        if is_placeholder_summary(overview):
-            overview = ""
-        if overview or session.settled:
-            self._final.put(key, (overview, self._clock()))
-        return overview
+        record = await self._checkpoints.read(identity.tenant, checkpoint_id, deadline=deadline)
+        if record is None or not record.archive_uri:
+            return None, None  # not committed (yet): its turns are still the host's raw ones
+        shown = (earlier_summary(record), compact_summary(identity, record) if record.shown_summary else None)
+        if record.is_terminal and record.engine_summary is not None:
+            self._final.put(key, (shown, self._clock()))
+        return shown

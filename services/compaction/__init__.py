@@ -25,6 +25,8 @@ def build_compaction_service(
         context.openviking,
         enable_working_memory=enable_working_memory,
         phase2_wait_seconds=settings.compact_task_timeout_ms / 1000.0 * PHASE2_WAIT_FACTOR,
+        summary_max_tokens=settings.compact_summary_max_tokens,
+        encoding=settings.default_encoding,
         shutdown_wait_seconds=settings.shutdown_grace_seconds / 2,
         memory_changes=context.in_process.memory_changes,
     )

@@ -3,7 +3,8 @@
 1. Hand off (`shared.domain.handoff`, one compare-and-swap on the stream state): new turns go to
    a fresh OpenViking session (generation + 1), the counters reset, the compaction is recorded
    as in flight. Capture does this itself when a trigger fires or on flush; an explicit
-   Compact does it here.
+   Compact does it here, only when one of capture's triggers fires unless it says `force`
+   (the proto's contract: a session below every threshold is not compacted).
 2. The worker (`services.compaction.worker`) owns the hand-off to the end, in a task of this
    replica that no caller's deadline or cancellation cuts short: the PENDING checkpoint, the
    commit, phase 2, finalisation.
@@ -19,8 +20,9 @@ import logging
 import time
 from dataclasses import dataclass
 
-from contextengine.v1 import common_pb2, compaction_pb2
+from contextengine.v1 import checkpoint_pb2, common_pb2, compaction_pb2
 
+from services.capture.triggers import TriggerThresholds, fired_trigger
 from services.compaction.transcript import newest_turns
 from services.compaction.worker import CompactionWorker
 from shared.config import Settings
@@ -34,7 +36,7 @@ from shared.domain.checkpoints import (
 )
 from shared.domain.documents import DocumentStore
 from shared.domain.envelope import texts_of
-from shared.domain.handoff import hand_off
+from shared.domain.handoff import hand_off, has_uncommitted_turns
 from shared.domain.identity import RequestIdentity
 from shared.domain.stream_state import InflightCompaction, StreamState, StreamStateStore
 from shared.errors import Aborted
@@ -48,6 +50,8 @@ INJECTED_ID_PREFIX = "ce-injected-"
 SUMMARY_HEADER = "[Session History Summary]"
 SUMMARY_MARKER = {"contextengine_injected": "compact_summary"}
 CLAIM_WAIT_SECONDS = 3.0
+NOTHING_NEW = "nothing to compact: no turns since the last compaction"
+BELOW_THRESHOLDS = "not compacted: no compaction threshold is reached (force=true compacts anyway)"
 DEADLINE_MARGIN_SECONDS = 0.5
 
 
@@ -79,6 +83,14 @@ class Compactor:
         documents = DocumentStore(openviking)
         self._states = StreamStateStore(documents)
         self._checkpoints = CheckpointStore(documents)
+        self._thresholds = TriggerThresholds.from_settings(settings)
+
+    def _below_every_threshold(self, state: StreamState, request: compaction_pb2.CompactRequest) -> bool:
+        """No compaction trigger fires for the stream (the host's own token count counts too)."""
+        tokens = max(state.active_tokens, request.current_token_count)
+        counted = state.model_copy(update={"active_tokens": tokens})
+        fired = fired_trigger(counted, self._thresholds, token_budget=request.token_budget, now=utc_now())
+        return fired == checkpoint_pb2.COMPACTION_TRIGGER_UNSPECIFIED
 
     async def _claim(
         self,
@@ -86,12 +98,20 @@ class Compactor:
         request: compaction_pb2.CompactRequest,
         traceparent: str,
         deadline: float,
-    ) -> Claim | None:
+    ) -> Claim | str:
+        """The hand-off this call made, or why it made none."""
         checkpoint_id = new_checkpoint_id(identity.stream_id)
         give_up_at = time.monotonic() + CLAIM_WAIT_SECONDS
-        outcome: list[StreamState | bool | None] = []
+        refused: list[str] = []
 
         def claim(state: StreamState) -> StreamState | None:
+            refused.clear()
+            if not has_uncommitted_turns(state) and not request.force:
+                refused.append(NOTHING_NEW)
+                return None
+            if not request.force and self._below_every_threshold(state, request):
+                refused.append(BELOW_THRESHOLDS)
+                return None
             result = hand_off(
                 state,
                 checkpoint_id,
@@ -101,16 +121,16 @@ class Compactor:
                 tokens_before=request.current_token_count,
                 traceparent=traceparent,
             )
-            outcome[:] = [result]
+            if result is None:
+                refused.append(NOTHING_NEW)
             return result if isinstance(result, StreamState) else None
 
         while True:
-            outcome.clear()
             state, written = await self._states.update(identity, claim, deadline=deadline)
             if written:
                 return Claim(state.inflight[-1], state)
-            if outcome and outcome[0] is not False:
-                return None
+            if refused:
+                return refused[0]
             if time.monotonic() > give_up_at:
                 raise Aborted("a turn is being written to the session; retry the compaction")
             await asyncio.sleep(0.1)
@@ -130,10 +150,8 @@ class Compactor:
                 return compaction_pb2.CompactResponse(ok=True, compacted=False, reason="nothing handed off")
             return self._pending(handed_off[-1], 0)
         claim = await self._claim(identity, request, traceparent, deadline)
-        if claim is None:
-            return compaction_pb2.CompactResponse(
-                ok=True, compacted=False, reason="nothing to compact: no turns since the last compaction"
-            )
+        if isinstance(claim, str):
+            return compaction_pb2.CompactResponse(ok=True, compacted=False, reason=claim)
         record = await self._worker.own(identity, claim.entry, deadline=deadline)
         tokens_before = claim.entry.tokens_before
         if request.background:
@@ -185,15 +203,17 @@ class Compactor:
     async def _latest_summary(
         self, tenant: Tenant, state: StreamState, record: CheckpointRecord, deadline: float
     ) -> tuple[str, str]:
-        """(checkpoint id, summary) of the newest completed checkpoint that has a summary."""
-        if record.summary:
-            return record.checkpoint_id, record.summary
+        """(checkpoint id, summary) of the newest checkpoint with a summary: OpenViking's, or the
+        engine's own (written at commit, LLM or not)."""
+        if record.shown_summary:
+            return record.checkpoint_id, record.shown_summary
         for checkpoint_id in reversed(state.checkpoint_ids[-10:]):
             if checkpoint_id == record.checkpoint_id:
                 continue
             older = await self._checkpoints.read(tenant, checkpoint_id, deadline=deadline)
-            if older is not None and older.status == Status.CHECKPOINT_STATUS_COMPLETED and older.summary:
-                return older.checkpoint_id, older.summary
+            completed = older is not None and older.status == Status.CHECKPOINT_STATUS_COMPLETED
+            if older is not None and completed and older.shown_summary:
+                return older.checkpoint_id, older.shown_summary
         return "", ""
 
     async def _working_context(

@@ -2,6 +2,8 @@
 
 Accepted references:
 - a checkpoint id (`cp-...`);
+- `<checkpoint id>/earlier`, the summary of every checkpoint of the stream before that one
+  (`services.compaction.history`): all their raw turns, oldest first;
 - an archive (summary) URI `viking://user/<me>/sessions/<id>/history/archive_NNN[/...]`, or a
   session URI `viking://user/<me>/sessions/<id>` (also `viking://~/...`, `viking://session/<id>`);
 - a memory URI under `viking://user/<me>/memories/...` (or `.../peers/<p>/memories/...`), traced
@@ -23,15 +25,23 @@ Results are paged: `limit` turns per page (capped to memoryExpandMaxResults), an
 
 from __future__ import annotations
 
+import asyncio
 import re
 from dataclasses import dataclass, field
 
 from contextengine.v1 import common_pb2, compaction_pb2
 
 from services.compaction.handles import session_of
-from services.compaction.transcript import session_turns
+from services.compaction.history import EARLIER_SUFFIX
+from services.compaction.transcript import located_session_turns
 from shared.domain.archives import archive_messages_uri, read_archive_turns, session_uri
-from shared.domain.checkpoints import CheckpointRecord, CheckpointStore, Status, is_checkpoint_id
+from shared.domain.checkpoints import (
+    CheckpointRecord,
+    CheckpointStore,
+    Status,
+    is_checkpoint_id,
+    stream_of_checkpoint,
+)
 from shared.domain.documents import DocumentStore
 from shared.domain.envelope import TURN_ID_PREFIX, PersistedTurn, texts_of, turn_envelope
 from shared.domain.identity import RequestIdentity, check_free_text_id
@@ -55,6 +65,10 @@ _STOPWORDS = frozenset(
 )
 
 
+def live_messages_uri(tenant: Tenant, session_id: str) -> str:
+    return f"{session_uri(tenant, session_id)}/messages.jsonl"
+
+
 def words(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if len(w) > 1 and w not in _STOPWORDS}
 
@@ -69,7 +83,7 @@ def overlap_score(query_words: set[str], text: str) -> float:
 @dataclass(frozen=True)
 class Reference:
     kind: str
-    """"checkpoint", "session", "archive", "memory", "turn", "turn_handle" or "turn_id"."""
+    """"checkpoint", "earlier", "session", "archive", "memory", "turn", "turn_handle" or "turn_id"."""
     uri: str
     """Canonical URI (`viking://user/<me>/...`), or the checkpoint or turn id."""
     session_id: str = ""
@@ -85,6 +99,8 @@ def parse_reference(raw: str, tenant: Tenant) -> Reference:
         raise InvalidArgument(FIELD, "is required")
     if is_checkpoint_id(value):
         return Reference("checkpoint", value)
+    if value.endswith(EARLIER_SUFFIX) and is_checkpoint_id(value.removesuffix(EARLIER_SUFFIX)):
+        return Reference("earlier", value.removesuffix(EARLIER_SUFFIX))
     if value.startswith(TURN_ID_PREFIX):
         return Reference("turn_id", value)
     handle = parse_turn_handle(value)
@@ -187,6 +203,27 @@ class Expander:
     def _source(self, record: CheckpointRecord, identity: RequestIdentity) -> Source:
         return Source(record.session_id, record.archive_uri, record.agent_id or identity.agent_id, record)
 
+    async def _checkpoint_sources(
+        self, identity: RequestIdentity, ref: Reference, deadline: float
+    ) -> list[Source]:
+        """The checkpoint's archive, or ("earlier") every committed checkpoint before it."""
+        tenant = identity.tenant
+        checkpoint_id = ref.uri
+        if ref.kind == "checkpoint":
+            record = await self._checkpoints.read(tenant, checkpoint_id, deadline=deadline)
+            if record is None or not record.archive_uri:
+                raise NotFound(f"{FIELD}: checkpoint {checkpoint_id} not found")
+            return [self._source(record, identity)]
+        stream_id = stream_of_checkpoint(checkpoint_id) or ""
+        state = await self._stream_state(tenant, stream_id, deadline)
+        if state is None or checkpoint_id not in state.checkpoint_ids:
+            raise NotFound(f"{FIELD}: checkpoint {checkpoint_id} not found")
+        before = state.checkpoint_ids[: state.checkpoint_ids.index(checkpoint_id)]
+        records = await asyncio.gather(
+            *(self._checkpoints.read(tenant, c, deadline=deadline) for c in before)
+        )
+        return [self._source(r, identity) for r in records if r is not None and r.archive_uri]
+
     async def _turn_sources(self, identity: RequestIdentity, ref: Reference, deadline: float) -> list[Source]:
         """A recalled exchange (turn-index URI) or one message by turn id (in the caller's stream)."""
         if ref.kind == "turn":
@@ -208,11 +245,8 @@ class Expander:
     ) -> tuple[list[Source], str]:
         """The archives to expand and the fallback query text (a memory's own content)."""
         tenant = identity.tenant
-        if ref.kind == "checkpoint":
-            record = await self._checkpoints.read(tenant, ref.uri, deadline=deadline)
-            if record is None or not record.archive_uri:
-                raise NotFound(f"{FIELD}: checkpoint {ref.uri} not found")
-            return [self._source(record, identity)], ""
+        if ref.kind in ("checkpoint", "earlier"):
+            return await self._checkpoint_sources(identity, ref, deadline), ""
         if ref.kind in ("turn", "turn_handle", "turn_id"):
             return await self._turn_sources(identity, ref, deadline), ""
         if ref.kind in ("session", "archive"):
@@ -245,20 +279,33 @@ class Expander:
 
     async def _turns(
         self, tenant: Tenant, source: Source, deadline: float
-    ) -> tuple[list[PersistedTurn], str]:
+    ) -> list[tuple[str, PersistedTurn]]:
+        """The source's turns, each with the file it is in."""
         if source.archive_uri:
             uri = archive_messages_uri(source.archive_uri)
-            turns = await read_archive_turns(self._ov, tenant, source.archive_uri, deadline=deadline)
+            archived = await read_archive_turns(self._ov, tenant, source.archive_uri, deadline=deadline)
+            located = [(uri, turn) for turn in archived]
         else:
-            uri = f"{session_uri(tenant, source.session_id)}/messages.jsonl"
-            turns = await session_turns(self._ov, tenant, source.session_id, deadline=deadline)
+            located = await located_session_turns(self._ov, tenant, source.session_id, deadline=deadline)
         if source.exchange_from >= 0:
-            turns = exchange_at(turns, source.exchange_from)
-        elif source.exact_turn:
-            turns = [t for t in turns if t.turn_id == source.exact_turn]
-        elif source.turn_ids:
-            turns = [t for t in turns if t.turn_id in source.turn_ids] or turns
-        return turns, uri
+            kept = {t.turn_id for t in exchange_at([t for _, t in located], source.exchange_from)}
+            return [(uri, t) for uri, t in located if t.turn_id in kept]
+        if source.exact_turn:
+            return [(uri, t) for uri, t in located if t.turn_id == source.exact_turn]
+        if source.turn_ids:
+            return [(uri, t) for uri, t in located if t.turn_id in source.turn_ids] or located
+        return located
+
+    async def _archive_checkpoints(
+        self, tenant: Tenant, source: Source, located: list[tuple[str, PersistedTurn]], deadline: float
+    ) -> dict[str, CheckpointRecord]:
+        """The checkpoint of each archive file the turns were read from."""
+        if source.checkpoint is not None:
+            return {archive_messages_uri(source.checkpoint.archive_uri): source.checkpoint}
+        if not any(uri != live_messages_uri(tenant, source.session_id) for uri, _ in located):
+            return {}
+        records = await self._checkpoints_of_session(tenant, source.session_id, deadline)
+        return {archive_messages_uri(r.archive_uri): r for r in records}
 
     async def _collect(
         self,
@@ -268,27 +315,25 @@ class Expander:
         response: compaction_pb2.ExpandMemoryResponse,
         deadline: float,
     ) -> list[tuple[float, int, compaction_pb2.ExpandedTurn]]:
-        """Candidate turns of every source (scored), filling in the linked and readable URIs."""
+        """Candidate turns of every source (scored), filling in the linked and readable URIs and
+        the checkpoint: each turn names the file it is in (an archive's once committed)."""
         candidates: list[tuple[float, int, compaction_pb2.ExpandedTurn]] = []
         seen: set[str] = set()
         for source in sources:
-            turns, readable = await self._turns(tenant, source, deadline)
+            located = await self._turns(tenant, source, deadline)
+            checkpoints = await self._archive_checkpoints(tenant, source, located, deadline)
             for uri in (session_uri(tenant, source.session_id), source.archive_uri):
                 if uri and uri not in response.linked_uris:
                     response.linked_uris.append(uri)
-            if turns and readable not in response.readable_uris:
-                response.readable_uris.append(readable)
-            record = source.checkpoint
-            if record is not None:
-                response.checkpoint_id = response.checkpoint_id or record.checkpoint_id
-                overview = f"{record.archive_uri}/.overview.md"
-                completed = record.status == Status.CHECKPOINT_STATUS_COMPLETED
-                if completed and record.summary and overview not in response.readable_uris:
-                    response.readable_uris.append(overview)
-            for turn in turns:
+            for readable, turn in located:
                 if turn.turn_id in seen:
                     continue
                 seen.add(turn.turn_id)
+                record = checkpoints.get(readable)
+                if readable not in response.readable_uris:
+                    response.readable_uris.append(readable)
+                if record is not None:
+                    self._note_checkpoint(record, response)
                 score = overlap_score(query, "\n".join(texts_of(turn.message)))
                 expanded = compaction_pb2.ExpandedTurn(
                     turn=turn_envelope(
@@ -300,6 +345,18 @@ class Expander:
                 )
                 candidates.append((score, turn.sequence, expanded))
         return candidates
+
+    @staticmethod
+    def _note_checkpoint(record: CheckpointRecord, response: compaction_pb2.ExpandMemoryResponse) -> None:
+        """The first checkpoint met is the response's; an LLM summary's file is readable too."""
+        response.checkpoint_id = response.checkpoint_id or record.checkpoint_id
+        linked = record.archive_uri
+        if linked and linked not in response.linked_uris:
+            response.linked_uris.append(linked)
+        overview = f"{record.archive_uri}/.overview.md"
+        completed = record.status == Status.CHECKPOINT_STATUS_COMPLETED
+        if completed and record.summary and overview not in response.readable_uris:
+            response.readable_uris.append(overview)
 
     async def expand(
         self, identity: RequestIdentity, request: compaction_pb2.ExpandMemoryRequest, deadline: float

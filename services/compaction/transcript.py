@@ -21,22 +21,29 @@ async def _read_messages(
         return []
 
 
-async def session_messages(
-    openviking: OpenVikingClient, tenant: Tenant, session_id: str, *, deadline: float | None = None
-) -> list[SessionMessage]:
-    """Every message of one OpenViking session as stored: archives oldest first, then the live ones."""
+async def _session_files(
+    openviking: OpenVikingClient, tenant: Tenant, session_id: str, deadline: float | None
+) -> list[tuple[str, list[SessionMessage]]]:
+    """(file URI, its messages) of one OpenViking session: archives oldest first, then the live file."""
     base = session_uri(tenant, session_id)
-    messages: list[SessionMessage] = []
     try:
         listing = await openviking.ls(tenant, f"{base}/history", deadline=deadline)
     except BackendNotFound:
         listing = None
+    uris: list[str] = []
     if listing is not None:
         archives = sorted(entry.uri for entry in listing.entries if entry.is_dir and "/archive_" in entry.uri)
-        for archive in archives:
-            messages += await _read_messages(openviking, tenant, archive_messages_uri(archive), deadline)
-    messages += await _read_messages(openviking, tenant, f"{base}/messages.jsonl", deadline)
-    return messages
+        uris += [archive_messages_uri(archive) for archive in archives]
+    uris.append(f"{base}/messages.jsonl")
+    return [(uri, await _read_messages(openviking, tenant, uri, deadline)) for uri in uris]
+
+
+async def session_messages(
+    openviking: OpenVikingClient, tenant: Tenant, session_id: str, *, deadline: float | None = None
+) -> list[SessionMessage]:
+    """Every message of one OpenViking session as stored: archives oldest first, then the live ones."""
+    files = await _session_files(openviking, tenant, session_id, deadline)
+    return [message for _uri, messages in files for message in messages]
 
 
 async def session_turns(
@@ -44,6 +51,18 @@ async def session_turns(
 ) -> list[PersistedTurn]:
     """Every engine-written turn of one OpenViking session, archived or live, by sequence."""
     return engine_turns(await session_messages(openviking, tenant, session_id, deadline=deadline))
+
+
+async def located_session_turns(
+    openviking: OpenVikingClient, tenant: Tenant, session_id: str, *, deadline: float | None = None
+) -> list[tuple[str, PersistedTurn]]:
+    """Every engine-written turn of one OpenViking session with the file it is in (an archive's
+    `messages.jsonl` once committed: OpenViking reads the live file as empty then), by sequence."""
+    located: dict[str, tuple[str, PersistedTurn]] = {}
+    for uri, messages in await _session_files(openviking, tenant, session_id, deadline):
+        for turn in engine_turns(messages):
+            located.setdefault(turn.turn_id, (uri, turn))
+    return sorted(located.values(), key=lambda item: item[1].sequence)
 
 
 async def newest_turns(

@@ -8,7 +8,11 @@ a task of this replica - never of the call that asked - which:
    committed (by an owner that died or was cut off before recording it): that archive is the
    commit; otherwise it commits the session now (nothing left to archive: the hand-off is
    dropped, no checkpoint remains);
-2. polls until OpenViking's phase 2 ended and finalises the checkpoint (COMPLETED or FAILED,
+2. writes the engine's own summary of the archived turns into the checkpoint
+   (`services.compaction.engine_summary`; LLM-free, so a continuing session keeps its past even
+   when OpenViking writes no summary), and the summary of the stream's earlier checkpoints
+   (`services.compaction.history`);
+3. polls until OpenViking's phase 2 ended and finalises the checkpoint (COMPLETED or FAILED,
    `shared.domain.finalisation.finalise`); transient OpenViking errors are retried.
 
 The lease (`LEASE_SECONDS`, renewed every `RENEW_SECONDS`) keeps two replicas from working on
@@ -28,6 +32,8 @@ import socket
 import time
 from datetime import timedelta
 
+from services.compaction.engine_summary import EngineSummariser
+from services.compaction.history import HistorySummariser
 from services.compaction.transcript import session_turns
 from shared.domain.checkpoints import (
     CheckpointRecord,
@@ -95,6 +101,8 @@ class CompactionWorker:
         *,
         enable_working_memory: bool | None,
         phase2_wait_seconds: float,
+        summary_max_tokens: int,
+        encoding: str,
         shutdown_wait_seconds: float = 5.0,
         memory_changes: MemoryChanges | None = None,
     ) -> None:
@@ -109,6 +117,12 @@ class CompactionWorker:
         self._store = CheckpointStore(documents)
         self._states = StreamStateStore(documents)
         self._index = TurnIndexWriter(openviking)
+        self._summariser = EngineSummariser(
+            openviking, self._store, max_tokens=summary_max_tokens, encoding=encoding
+        )
+        self._history = HistorySummariser(
+            self._store, self._states, self._summariser, max_tokens=summary_max_tokens, encoding=encoding
+        )
         self.name = replica_name()
         self._jobs: dict[str, asyncio.Task[None]] = {}
         self._owning: dict[str, asyncio.Lock] = {}
@@ -279,6 +293,7 @@ class CompactionWorker:
             self._memory_changes.changed(tenant)
             record = committed
         self._committed.get(checkpoint_id, asyncio.Event()).set()
+        record = await self._summarise(tenant, record)
         done = (await finalise(self._ov, tenant, record)).is_terminal
         if done:
             self._memory_changes.changed(tenant)  # phase 2 may have extracted memories
@@ -318,6 +333,22 @@ class CompactionWorker:
         log.info("compaction %s: nothing to archive in %s; dropped", record.checkpoint_id, record.session_id)
         await self._drop(stream_identity(tenant, record), record)
         return None
+
+    async def _summarise(self, tenant: Tenant, record: CheckpointRecord) -> CheckpointRecord:
+        """The checkpoint with its engine summary and the summary of the stream's earlier
+        checkpoints (`services.compaction.history`); a refusal is logged and never blocks the
+        finalisation (transient errors are retried by the caller's next step)."""
+        try:
+            summarised = await self._summariser.ensure(tenant, record)
+            summarised = await self._history.ensure(stream_identity(tenant, record), summarised)
+        except _RETRIABLE:
+            raise
+        except BackendError as exc:
+            log.warning("engine summary of %s not written: %s", record.checkpoint_id, exc.message)
+            return record
+        if (summarised.engine_summary, summarised.earlier) != (record.engine_summary, record.earlier):
+            self._memory_changes.changed(tenant)  # assembly replicas here show it at once
+        return summarised
 
     async def _index_before_commit(self, tenant: Tenant, session_id: str) -> None:
         """Every exchange of the session findable before it is archived (capture's index writes may

@@ -77,6 +77,35 @@ def provenance_uri(memory_uri: str) -> str:
     return f"{PROVENANCE_DIR}/{hashlib.sha256(memory_uri.encode()).hexdigest()[:32]}.json"
 
 
+class SummarySentence(BaseModel):
+    """One sentence an engine summary shows, as said (see `services.compaction.extractive`)."""
+
+    position: list[int]
+    exchange: list[int]
+    said_on: str = ""
+    role: str = "U"
+    text: str
+
+
+class EngineSummary(BaseModel):
+    """The engine's own LLM-free summary of a checkpoint's archived turns, and what it keeps of
+    them: per kind (names, numbers, dates), the source's terms and how many the text still says."""
+
+    text: str
+    tokens: int
+    encoding: str
+    sentences: list[SummarySentence] = Field(default_factory=list)
+    source_terms: dict[str, list[str]] = Field(default_factory=dict)
+    kept_terms: dict[str, int] = Field(default_factory=dict)
+    covers_turns: int = 0
+    """Archived turns it summarises (the checkpoint's `start_sequence`..`end_sequence`)."""
+    covers_checkpoints: int = 1
+    """Checkpoints whose turns it summarises (more than one for a summary of summaries)."""
+
+    def terms(self) -> dict[str, frozenset[str]]:
+        return {kind: frozenset(terms) for kind, terms in self.source_terms.items()}
+
+
 class CheckpointRecord(BaseModel):
     """The stored checkpoint: the proto's fields plus what finalisation and expansion need."""
 
@@ -99,6 +128,12 @@ class CheckpointRecord(BaseModel):
     summary_uri: str = ""
     summary: str = ""
     """The archive's working-memory overview (empty without an LLM summary)."""
+    engine_summary: EngineSummary | None = None
+    """Written as soon as the commit is recorded, LLM or not; shown while `summary` is empty."""
+    earlier: EngineSummary | None = None
+    """A summary of every earlier checkpoint of the stream (of their summaries, within the same
+    cap), so a long session's whole past fits a budget; `memory_expand("<id>/earlier")` returns
+    their raw turns."""
     extracted_memory_uris: list[str] = Field(default_factory=list)
     failure_reason: str = ""
     origin_traceparent: str = ""
@@ -109,6 +144,14 @@ class CheckpointRecord(BaseModel):
     @property
     def is_terminal(self) -> bool:
         return self.status in (Status.CHECKPOINT_STATUS_COMPLETED, Status.CHECKPOINT_STATUS_FAILED)
+
+    @property
+    def shown_summary(self) -> str:
+        """What stands in for the archived turns: OpenViking's summary (an LLM's) when it wrote
+        one, else the engine's own."""
+        if self.summary:
+            return self.summary
+        return self.engine_summary.text if self.engine_summary else ""
 
 
 class ProvenanceSource(BaseModel):

@@ -8,9 +8,10 @@ import grpc
 from contextengine.v1 import assembly_pb2_grpc
 from grpc import aio
 
-from services.assembly import OpenVikingSessionSummaries, assembly_service_spec
-from services.assembly.summaries import stream_sessions
+from services.assembly import CheckpointSummaries, assembly_service_spec
+from services.assembly.summaries import stream_checkpoints
 from shared.config import Settings
+from shared.domain.checkpoints import CheckpointStore
 from shared.domain.documents import DocumentStore
 from shared.domain.stream_state import StreamStateStore
 from shared.openviking.client import OpenVikingClient
@@ -21,9 +22,12 @@ from shared.runtime.server import ServiceHost
 async def assembly_channel(settings: Settings, backend: OpenVikingClient) -> AsyncIterator[aio.Channel]:
     """AssemblyService on a real in-process gRPC server (port 0), and a channel connected to it.
 
-    Its summaries are the real ones: archive overviews of the stream's OpenViking sessions.
+    Its summaries are the real ones: those of the stream's checkpoints.
     """
-    summaries = OpenVikingSessionSummaries(backend, stream_sessions(StreamStateStore(DocumentStore(backend))))
+    documents = DocumentStore(backend)
+    summaries = CheckpointSummaries(
+        CheckpointStore(documents), stream_checkpoints(StreamStateStore(documents))
+    )
     host = ServiceHost(settings, [assembly_service_spec(settings, backend, summaries)])
     port = await host.start(port=0)
     channel = aio.insecure_channel(f"{settings.grpc_host}:{port}")

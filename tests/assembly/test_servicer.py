@@ -27,8 +27,9 @@ from contextengine.v1 import (
 from grpc import aio
 
 from services.assembly.assemble import retrieval_deadline
-from services.assembly.summaries import OVERVIEW_RECHECK_SECONDS, OpenVikingSessionSummaries, stream_sessions
+from services.assembly.summaries import SUMMARY_RECHECK_SECONDS, CheckpointSummaries, stream_checkpoints
 from shared.config import Settings, load_settings
+from shared.domain.checkpoints import CheckpointStore
 from shared.domain.documents import DocumentStore
 from shared.domain.identity import request_identity
 from shared.domain.memory_scope import AGENT, scope_tags
@@ -74,6 +75,9 @@ async def ov(openviking: OpenVikingEndpoint) -> AsyncIterator[OpenVikingClient]:
         yield client
 
 
+FACT = [user("My flight to Lisbon leaves on May 3."), assistant("Noted: Lisbon on May 3.")]
+
+
 def identity_of(tenant: Tenant, session: str = "s1") -> common_pb2.Identity:
     return common_pb2.Identity(
         account_id=tenant.account_id, user_id=tenant.user_id, agent_id="main", session_id=session
@@ -101,7 +105,7 @@ def test_retrieval_deadline() -> None:
 
 async def _summary_reads(base_url: str, who: common_pb2.Identity) -> list[tuple[list[str], list[str]]]:
     """The OpenViking routes each of three summary lookups of `who`'s stream reads, with the
-    overviews it found: two in a row, then one after the remembered overview is due to be
+    overviews it found: two in a row, then one after the remembered summary is due to be
     checked again."""
     recorder = RequestRecorder()
     identity = request_identity(
@@ -110,9 +114,11 @@ async def _summary_reads(base_url: str, who: common_pb2.Identity) -> list[tuple[
     now = [0.0]
     reads: list[tuple[list[str], list[str]]] = []
     async with OpenVikingClient(base_url, DevAuth(), middlewares=[recorder]) as client:
-        states = StreamStateStore(DocumentStore(client))
-        summaries = OpenVikingSessionSummaries(client, stream_sessions(states), clock=lambda: now[0])
-        for elapsed in (0.0, 1.0, OVERVIEW_RECHECK_SECONDS + 1.0):
+        documents = DocumentStore(client)
+        summaries = CheckpointSummaries(
+            CheckpointStore(documents), stream_checkpoints(StreamStateStore(documents)), clock=lambda: now[0]
+        )
+        for elapsed in (0.0, 1.0, SUMMARY_RECHECK_SECONDS + 1.0):
             now[0] = elapsed
             recorder.requests.clear()
             found = await summaries.latest_summaries(identity, time.monotonic() + 30)
@@ -120,15 +126,17 @@ async def _summary_reads(base_url: str, who: common_pb2.Identity) -> list[tuple[
     return reads
 
 
-STATE_READ = "/api/v1/content/read"
-CONTEXT_READ = "/api/v1/sessions/{id}/context"
+DOCUMENT_READ = "/api/v1/content/read"
+"""The stream state and each checkpoint are engine documents."""
 
 
 @pytest.mark.stack
-async def test_a_settled_compaction_without_summary_is_not_read_again(openviking: OpenVikingEndpoint) -> None:
-    """No LLM: the committed session's overview is a count-only placeholder, shown as no summary.
-    Once its compaction has settled nothing will replace it, so the session's context is read
-    once, not on every Assemble (until the recheck)."""
+async def test_a_settled_compaction_without_llm_shows_the_engine_summary_read_once(
+    openviking: OpenVikingEndpoint,
+) -> None:
+    """No LLM: OpenViking's overview is a count-only placeholder, so the checkpoint's summary is
+    the engine's own. Once its compaction has settled nothing will replace it, so the checkpoint
+    is read once, not on every Assemble (until the recheck)."""
     who = identity_of(unique_tenant("nosum"), f"host-{uuid.uuid4().hex[:6]}")
     settings = load_settings(
         environ={}, overrides={"baseUrl": openviking.base_url, "grpcPort": 0, "shutdownGraceSeconds": 0.1}
@@ -137,11 +145,11 @@ async def test_a_settled_compaction_without_summary_is_not_read_again(openviking
     try:
         async with aio.insecure_channel(host.address) as channel:
             await capture_pb2_grpc.CaptureServiceStub(channel).AfterTurn(
-                capture_pb2.AfterTurnRequest(identity=who, messages=transcript()[:2]), timeout=60
+                capture_pb2.AfterTurnRequest(identity=who, messages=FACT), timeout=60
             )
             compacted = await compaction_pb2_grpc.CompactionServiceStub(channel).Compact(
                 compaction_pb2.CompactRequest(
-                    identity=who, trigger=checkpoint_pb2.COMPACTION_TRIGGER_HOST_REQUEST
+                    identity=who, force=True, trigger=checkpoint_pb2.COMPACTION_TRIGGER_HOST_REQUEST
                 ),
                 timeout=120,
             )
@@ -149,7 +157,10 @@ async def test_a_settled_compaction_without_summary_is_not_read_again(openviking
         reads = await _summary_reads(openviking.base_url, who)
     finally:
         await host.stop()
-    assert reads == [([STATE_READ, CONTEXT_READ], []), ([STATE_READ], []), ([STATE_READ, CONTEXT_READ], [])]
+    # The user's words, not the assistant's echo of them (they add nothing).
+    assert compacted.summary == "U: My flight to Lisbon leaves on May 3.", compacted.summary
+    shown = [compacted.summary]
+    assert reads == [([DOCUMENT_READ] * 2, shown), ([DOCUMENT_READ], shown), ([DOCUMENT_READ] * 2, shown)]
 
 
 @pytest.mark.stack
@@ -184,7 +195,7 @@ async def test_assemble_injects_recall_profile_and_summary(openviking_llm: OpenV
         assert captured.persisted_count == 2
         compacted = await compaction_pb2_grpc.CompactionServiceStub(channel).Compact(
             compaction_pb2.CompactRequest(
-                identity=who, trigger=checkpoint_pb2.COMPACTION_TRIGGER_HOST_REQUEST
+                identity=who, force=True, trigger=checkpoint_pb2.COMPACTION_TRIGGER_HOST_REQUEST
             ),
             timeout=180,
         )
@@ -197,12 +208,12 @@ async def test_assemble_injects_recall_profile_and_summary(openviking_llm: OpenV
     finally:
         await channel.close()
         await host.stop()
-    # The committed session's summary is final: read once, then remembered (only the stream
-    # state, which names the sessions, is read again) until it is due to be checked again.
+    # The finished checkpoint's summary is final: read once, then remembered (only the stream
+    # state, which names the checkpoints, is read again) until it is due to be checked again.
     assert [routes for routes, _ in summary_reads] == [
-        [STATE_READ, CONTEXT_READ],
-        [STATE_READ],
-        [STATE_READ, CONTEXT_READ],
+        [DOCUMENT_READ, DOCUMENT_READ],
+        [DOCUMENT_READ],
+        [DOCUMENT_READ, DOCUMENT_READ],
     ]
     assert all(
         len(overviews) == 1 and compacted.summary.strip() in overviews[0] for _, overviews in summary_reads

@@ -1,4 +1,4 @@
-"""An assembly replica reads a stream's state (which sessions it committed) once per TTL, and again
+"""An assembly replica reads a stream's state (which checkpoints it has) once per TTL, and again
 at once when a commit in its own process announces the tenant; against the real OpenViking."""
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ from grpc import aio
 from services.assembly import assembly_servicer
 from services.assembly.summaries import (
     STREAM_SESSIONS_TTL_SECONDS,
-    OpenVikingSessionSummaries,
-    stream_sessions,
-    stream_sessions_cache,
+    CheckpointSummaries,
+    stream_checkpoints,
+    stream_checkpoints_cache,
 )
 from shared.config import load_settings
+from shared.domain.checkpoints import CheckpointStore
 from shared.domain.documents import DocumentStore
 from shared.domain.identity import request_identity
 from shared.domain.memory_changes import MemoryChanges
@@ -88,9 +89,10 @@ async def test_the_state_is_read_once_per_ttl(openviking: OpenVikingEndpoint) ->
     now = [0.0]
     state_reads = StateReads()
     async with OpenVikingClient(openviking.base_url, DevAuth(), middlewares=[state_reads]) as client:
-        cache = stream_sessions_cache(clock=lambda: now[0])
-        summaries = OpenVikingSessionSummaries(
-            client, stream_sessions(StreamStateStore(DocumentStore(client)), cache)
+        cache = stream_checkpoints_cache(clock=lambda: now[0])
+        documents = DocumentStore(client)
+        summaries = CheckpointSummaries(
+            CheckpointStore(documents), stream_checkpoints(StreamStateStore(documents), cache)
         )
         reads = []
         for elapsed in (0.0, 1.0, STREAM_SESSIONS_TTL_SECONDS - 1.0, STREAM_SESSIONS_TTL_SECONDS + 1.0):

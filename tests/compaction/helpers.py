@@ -159,8 +159,9 @@ async def settled(
 
 
 def compact_request(
-    identity: common_pb2.Identity, *, background: bool = False, force: bool = False
+    identity: common_pb2.Identity, *, background: bool = False, force: bool = True
 ) -> compaction_pb2.CompactRequest:
+    """A host's Compact; forced by default: the tests' sessions are below every threshold."""
     return compaction_pb2.CompactRequest(
         identity=identity,
         background=background,

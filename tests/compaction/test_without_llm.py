@@ -58,9 +58,10 @@ async def test_compact_commits_and_returns_the_newest_raw_turns(service: Replica
     assert cp.summary_uri == cp.archive_uri
     assert cp.host_session_id == who.session_id and cp.agent_id == "main"
     assert list(cp.extracted_memory_uris) == []
-    # No LLM: no summary message, just the newest recentRawTurnCount (4) host messages, exactly.
-    assert response.summary == ""
-    assert list(response.messages) == writer.written[-4:]
+    # No LLM: the engine's own summary, then the newest recentRawTurnCount (4) host messages, exactly.
+    assert "line 3 about the orders service" in response.summary
+    assert response.messages[0].content[0].text.text == f"[Session History Summary]\n{response.summary}"
+    assert list(response.messages[1:]) == writer.written[-4:]
     assert response.tokens_after > 0
 
     state = await writer.state()
@@ -68,7 +69,7 @@ async def test_compact_commits_and_returns_the_newest_raw_turns(service: Replica
     assert state.turns_since_compaction == 0 and state.inflight == []
     assert state.checkpoint_ids == [cp.checkpoint_id]
 
-    again = await service.stub.Compact(compact_request(who), timeout=60)
+    again = await service.stub.Compact(compact_request(who, force=False), timeout=60)
     assert not again.compacted and "nothing to compact" in again.reason
 
     # New turns land in the new session; the next compaction covers only them.
@@ -83,8 +84,11 @@ async def test_compact_commits_and_returns_the_newest_raw_turns(service: Replica
         10,
         11,
     )
-    # The raw window spans sessions: the newest 4 are 8..11.
-    assert list(second.messages) == writer.written[-4:]
+    # The newest summary (the second exchange says nothing to keep: the first checkpoint's), then
+    # the raw window, which spans sessions: the newest 4 are 8..11.
+    assert second.summary == response.summary
+    assert second.messages[0].id.endswith(cp.checkpoint_id)
+    assert list(second.messages[1:]) == writer.written[-4:]
 
     listed = await service.stub.ListCheckpoints(
         compaction_pb2.ListCheckpointsRequest(identity=who, page_size=1), timeout=30
@@ -210,3 +214,22 @@ async def test_checkpoint_lookups_validate_their_arguments(service: Replica) -> 
     assert list(empty.checkpoints) == []
     nothing = await service.stub.Compact(compact_request(who, force=True), timeout=60)
     assert not nothing.compacted
+
+
+async def test_compact_without_force_waits_for_a_threshold(service: Replica) -> None:
+    """The proto's contract (issue 32 item 5): `force=false` below every threshold compacts
+    nothing; the host's own token count reaching the budget threshold is one."""
+    who = identity(f"host-{uuid.uuid4().hex[:6]}")
+    writer = StreamWriter(service.openviking, who)
+    await writer.append(conversation(["a short question", "a short answer"]))
+    before = await writer.state()
+
+    below = await service.stub.Compact(compact_request(who, force=False), timeout=60)
+
+    assert (below.ok, below.compacted) == (True, False) and "threshold" in below.reason, below
+    assert await writer.state() == before  # nothing handed off, no checkpoint
+    request = compact_request(who, force=False)
+    request.token_budget, request.current_token_count = 1000, 800  # over 0.75 of the budget
+    reached = await service.stub.Compact(request, timeout=120)
+    assert reached.compacted and reached.checkpoint.status == COMPLETED, reached
+    assert (await writer.state()).checkpoint_ids == [reached.checkpoint.checkpoint_id]

@@ -145,12 +145,17 @@ async def test_compacted_turns_expand_back_exactly(any_mode: Stubs) -> None:
     ranked = await host.expand(cp.checkpoint_id, query="port listen", limit=1)
     assert envelope_text(ranked.turns[0].turn) == "Which port does it listen on?"
 
-    # Without an LLM OpenViking's summary is a count-only placeholder: it is never injected, and
-    # the raw turns it would have displaced stay in the context.
+    # Without an LLM OpenViking's summary is a count-only placeholder, never injected: the
+    # engine's own extractive summary stands in, naming the checkpoint it expands from; the recent
+    # raw turns stay in the context.
     assembled = await host.assemble("And the export job?")
     assert not assembled.packet.degraded, assembled.packet.degraded_reasons
     summaries = [m for m in assembled.messages if is_injected(m) and all_text([m]).startswith(SUMMARY_HEADER)]
-    assert summaries == [] and list(assembled.packet.compact_summaries) == []
+    [summary] = assembled.packet.compact_summaries
+    assert (summary.checkpoint_id, summary.archive_uri) == (cp.checkpoint_id, cp.archive_uri)
+    assert "8443" in summary.overview and summary.overview == compacted.summary
+    assert len(summaries) == 1 and f'memory_expand("{cp.checkpoint_id}")' in all_text(summaries)
+    assert "**Overview**" not in all_text(assembled.messages)
     assert SCHEMA_QUESTION in all_text([m for m in assembled.messages if not is_injected(m)])
     session_uri = cp.archive_uri.split("/history/")[0]
     from_session = await host.expand(session_uri)
