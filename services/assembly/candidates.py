@@ -112,12 +112,14 @@ def split_hits(hits: Sequence[SearchHit]) -> tuple[list[SearchHit], list[SearchH
 
 
 def semantic_turns(turn_hits: Sequence[SearchHit], threshold: float) -> list[Candidate]:
-    """The find's turn-index documents (`split_hits`) above `threshold`, best first."""
-    return [
+    """The find's turn-index documents (`split_hits`) above `threshold`, best first by their
+    score less a penalty for saying little (`lexical.information`)."""
+    kept = [
         turn_candidate(hit.uri, hit.abstract, hit.score)
         for hit in turn_hits
         if hit.level == 2 and hit.score >= threshold
     ]
+    return sorted(kept, key=lambda c: c.score - lexical.low_information_penalty(c.body), reverse=True)
 
 
 def lexical_turns(

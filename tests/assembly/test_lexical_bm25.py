@@ -28,3 +28,16 @@ def test_a_cached_document_is_counted_once_and_reused() -> None:
     first = lexical.term_frequencies(text)
     assert first.counts["vacuum"] == 2 and first.length == 12
     assert lexical.term_frequencies("".join(list(text))) is first  # equal content, another object
+
+
+def test_small_talk_is_penalised_and_an_informative_exchange_is_not() -> None:
+    small_talk = (
+        "[2026-03-04 14:05] user: Great chatting with you!\n[2026-03-04 14:05] assistant: Thanks, talk soon"
+    )
+    fact = (
+        "[2026-03-04 14:05] user: The doctor ran some tests and confirmed the allergy to sesame, so I carry "
+        "an injector now and Dana knows where it is kept in the kitchen drawer beside the spices and vitamins"
+    )
+    assert lexical.low_information_penalty(fact) == 0
+    assert 0 < lexical.low_information_penalty(small_talk) <= lexical.LOW_INFORMATION_PENALTY
+    assert lexical.low_information_penalty("") == lexical.LOW_INFORMATION_PENALTY
