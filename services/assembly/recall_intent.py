@@ -65,7 +65,8 @@ _FOLLOW_UP_WORDS = frozenset(
     ).split()
 )
 _FACT_QUESTION = re.compile(
-    r"\b(who|when|where|which|remember|recall|told|mentioned|said|did (i|we)|what (was|were|did|is my|are my))\b",
+    r"\b(who|when|where|which|remember|recall|told|mentioned|said|did (i|we)|"
+    r"what (was|were|did|is my|are my))\b",
     re.IGNORECASE,
 )
 _PAST_QUESTION = re.compile(
@@ -74,7 +75,8 @@ _PAST_QUESTION = re.compile(
     re.IGNORECASE,
 )
 _DIRECTORY_QUESTION = re.compile(
-    r"\b(what do you know|what have you (got|stored|saved)|my (files|resources|documents|notes|memories|skills)|"
+    r"\b(what do you know|what have you (got|stored|saved)|"
+    r"my (files|resources|documents|notes|memories|skills)|"
     r"(list|show) (my|the|your) (files|resources|documents|memories|skills)|what('s| is) (stored|saved))\b",
     re.IGNORECASE,
 )
@@ -160,9 +162,7 @@ def _has_assistant_answer(newest_first: Sequence[common_pb2.ConversationMessage]
 
 
 def _has_tool_calls(newest_first: Sequence[common_pb2.ConversationMessage]) -> bool:
-    return any(
-        block.HasField("tool_call") for m in newest_first[:RECENT_MESSAGES] for block in m.content
-    )
+    return any(block.HasField("tool_call") for m in newest_first[:RECENT_MESSAGES] for block in m.content)
 
 
 def is_answered_follow_up(prompt: str, recent_texts: Sequence[str]) -> bool:

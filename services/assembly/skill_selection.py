@@ -1,0 +1,154 @@
+"""Which registered skills a prompt calls for, within the skill section's tokens.
+
+One `find` over the skill space (`viking://agent/skills`, with the SKILL.md read back), then:
+
+- a candidate is kept when its similarity clears `MIN_SKILL_SCORE` and lies within
+  `SCORE_MARGIN` of the best one (a prompt rarely needs more than one or two skills; a weak,
+  flat list of hits means none fits, as for chit-chat the intent stage did not already catch);
+- a prompt naming the skill ("use pdf-merge", "the pdf merge skill") lifts it by `NAME_BONUS`;
+- each kept skill is one line, name, description and the host's URI; the best one's body follows
+  when it fits in what is left of the section;
+- a skill whose recent uses failed for a similar input (content-word overlap) says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from contextengine.v1 import packet_pb2
+
+from services.assembly.lexical import content_terms, tokens
+from services.assembly.ports import MemorySearch
+from shared.domain.skills import SKILL_ROOT, Skill, SkillUse, parse_skill_md
+from shared.openviking.tenant import Tenant
+from shared.tokens import TokenCounter
+
+SKILL_CANDIDATES = 8
+MIN_SKILL_SCORE = 0.5
+SCORE_MARGIN = 0.06
+NAME_BONUS = 0.15
+MAX_SKILLS_SHOWN = 3
+SIMILAR_INPUT_OVERLAP = 0.3
+SKILLS_HEADER = "[Skills] Registered skills that fit this request (read a skill's URI for its full text):"
+
+
+@dataclass(frozen=True)
+class SkillCandidate:
+    skill: Skill
+    score: float
+
+
+@dataclass(frozen=True)
+class SelectedSkills:
+    text: str
+    tokens: int
+    skills: list[packet_pb2.InjectedSkill]
+
+
+def _names_skill(prompt_tokens: set[str], prompt_text: str, skill: Skill) -> bool:
+    if skill.name in prompt_text:
+        return True
+    parts = [p for p in skill.name.replace("_", "-").split("-") if p]
+    return bool(parts) and all(p in prompt_tokens for p in parts)
+
+
+def ranked_candidates(prompt: str, hits: Sequence[tuple[Skill, float]]) -> list[SkillCandidate]:
+    """The hits worth showing for `prompt`, best first (pure: the find's hits in, a ranking out)."""
+    text = prompt.lower()
+    prompt_tokens = set(tokens(text))
+    scored = sorted(
+        (
+            SkillCandidate(skill, score + (NAME_BONUS if _names_skill(prompt_tokens, text, skill) else 0.0))
+            for skill, score in hits
+        ),
+        key=lambda c: -c.score,
+    )
+    if not scored or scored[0].score < MIN_SKILL_SCORE:
+        return []
+    best = scored[0].score
+    return [c for c in scored if c.score >= best - SCORE_MARGIN][:MAX_SKILLS_SHOWN]
+
+
+def failure_note(prompt: str, uses: Sequence[SkillUse]) -> str:
+    """ "failed ..." when recent uses for an input like `prompt` failed; "" otherwise."""
+    words = set(content_terms(prompt))
+    similar = [
+        u
+        for u in uses
+        if words and len(words & set(content_terms(u.input))) / len(words) >= SIMILAR_INPUT_OVERLAP
+    ]
+    failed = [u for u in similar if u.success is False]
+    if not failed:
+        return ""
+    newest = failed[-1]
+    return (
+        f"failed {len(failed)} of the last {len(similar)} uses for a similar input"
+        f' ("{newest.input}", {newest.at})'
+    )
+
+
+def _line(candidate: SkillCandidate, note: str) -> str:
+    where = f" ({candidate.skill.host_uri})" if candidate.skill.host_uri else f" ({candidate.skill.uri})"
+    warning = f" WARNING: {note}." if note else ""
+    return f"- {candidate.skill.name}: {candidate.skill.description}{where}{warning}"
+
+
+def render_skills(
+    prompt: str,
+    candidates: Sequence[SkillCandidate],
+    uses: Mapping[str, Sequence[SkillUse]],
+    counter: TokenCounter,
+    max_tokens: int,
+) -> SelectedSkills:
+    """The skill section for `candidates` within `max_tokens`: lines while they fit, then the best
+    skill's body when it fits in the rest."""
+    lines = [SKILLS_HEADER]
+    shown: list[packet_pb2.InjectedSkill] = []
+    for candidate in candidates:
+        note = failure_note(prompt, uses.get(candidate.skill.name, ()))
+        line = _line(candidate, note)
+        if counter.count("\n".join([*lines, line])) > max_tokens:
+            break
+        lines.append(line)
+        shown.append(
+            packet_pb2.InjectedSkill(
+                name=candidate.skill.name,
+                description=candidate.skill.description,
+                uri=candidate.skill.host_uri or candidate.skill.uri,
+                failure_note=note,
+                score=candidate.score,
+            )
+        )
+    if not shown:
+        return SelectedSkills("", 0, [])
+    text = "\n".join(lines)
+    body = candidates[0].skill.body.strip()
+    if body:
+        with_body = f"{text}\n[Skill {candidates[0].skill.name}]\n{body}"
+        if counter.count(with_body) <= max_tokens:
+            text = with_body
+            shown[0].body_included = True
+    return SelectedSkills(text, counter.count(text), shown)
+
+
+async def skill_hits(
+    client: MemorySearch, tenant: Tenant, query: str, *, deadline: float
+) -> list[tuple[Skill, float]]:
+    """The skill space's best matches for `query`, with their SKILL.md parsed."""
+    found = await client.find(
+        tenant,
+        query,
+        target_uri=SKILL_ROOT,
+        limit=SKILL_CANDIDATES,
+        level=2,
+        read_content=True,
+        context_type="skill",
+        deadline=deadline,
+    )
+    hits = []
+    for hit in found.skills:
+        skill = parse_skill_md(hit.content or "")
+        if skill is not None:
+            hits.append((skill, hit.score))
+    return hits
