@@ -14,7 +14,9 @@ recent turns. A question about facts (who/when/where/what was ..., remember ...)
 as such a follow-up, so evidence recall is untouched.
 
 Sources when recall runs: memories and exchanges always; skills and tools for a prompt that asks
-for work to be done (not for a question about the past); the directory at the start of a stream or
+for work to be done (a request frame: "can you", "please", "I need to", an imperative verb; not
+a question about the past), which keeps skills out of small talk the similarity floor cannot
+tell from a task ("tell me a joke" scores like "lint my backup"); the directory at the start of a stream or
 when the prompt asks what is stored. Compact summaries are the session's own history, not recall:
 they are always read. Tool experience also runs with no prompt recall when the newest messages
 hold tool calls (a tool loop iteration), since those calls name the tools.
@@ -70,7 +72,7 @@ _FACT_QUESTION = re.compile(
     re.IGNORECASE,
 )
 _PAST_QUESTION = re.compile(
-    r"\b(remember|recall|last time|earlier|before|ago|yesterday|did (i|we|you)|told you|mentioned|"
+    r"\b(remember|recall|remind me|last time|did (i|we|you)|told you|mentioned|"
     r"we (discussed|talked|decided|agreed)|my \w+ (is|was))\b",
     re.IGNORECASE,
 )
@@ -78,6 +80,15 @@ _DIRECTORY_QUESTION = re.compile(
     r"\b(what do you know|what have you (got|stored|saved)|"
     r"my (files|resources|documents|notes|memories|skills)|"
     r"(list|show) (my|the|your) (files|resources|documents|memories|skills)|what('s| is) (stored|saved))\b",
+    re.IGNORECASE,
+)
+_TASK_REQUEST = re.compile(
+    r"\b(can|could|would|will) you\b|\bplease\b|\bhelp me\b|\bi (need|want|would like|have) to\b|"
+    r"\bhow (do|can|should|would) (i|we|you)\b|\blet'?s\b|"
+    r"^(try|create|make|write|draft|build|convert|merge|combine|check|fix|run|use|generate|summari[sz]e|"
+    r"translate|send|book|find|search|list|show|clean|deploy|update|add|remove|delete|rename|resize|"
+    r"export|import|upload|download|analy[sz]e|review|validate|lint|test|set up|schedule|plan)\b|"
+    r"(帮我|请|能不能|可以帮)",
     re.IGNORECASE,
 )
 _MONTHS = (
@@ -199,7 +210,7 @@ def recall_intent(
     if _has_assistant_answer(newest_first) and is_answered_follow_up(text, recent):
         return RecallIntent(False, "follow_up", tool_loop, "")
     sources = {RecallSource.MEMORIES, RecallSource.EXCHANGES, RecallSource.SUMMARIES}
-    if not _PAST_QUESTION.search(text):
+    if _TASK_REQUEST.search(text) and not _PAST_QUESTION.search(text):
         sources |= {RecallSource.SKILLS, RecallSource.TOOLS}
     if tools_from_calls:
         sources.add(RecallSource.TOOLS)

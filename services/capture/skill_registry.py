@@ -1,24 +1,25 @@
 """RegisterSkills: the host's skills written into OpenViking's skill space, embedded for recall.
 
-Written as one batch (`processing_mode=vectors_only`: embedded, no LLM summary; see
-`shared.domain.skills` for why this space and mode). A skill whose SKILL.md is unchanged since
-this user last registered it is not written again: the user's registry document keeps each
-skill's sha256.
+Each SKILL.md is one `content/write` (`processing_mode=vectors_only`: embedded, no LLM summary;
+see `shared.domain.skills` for why this space and mode), `WRITE_CONCURRENCY` at a time:
+OpenViking's batch write only takes resource or memory folders as its root. A skill whose
+SKILL.md is unchanged since this user last registered it is not written again: the user's
+registry document keeps each skill's sha256.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from shared.domain.documents import ENGINE_ROOT, DocumentStore, sha256_text
-from shared.domain.skills import SKILL_ROOT, Skill
+from shared.domain.skills import Skill
 from shared.openviking.client import OpenVikingClient
 from shared.openviking.tenant import Tenant
 
 REGISTRY_URI = f"{ENGINE_ROOT}/skills-registered.json"
-BATCH_SIZE = 50
-"""Skills per batch write (one index refresh each)."""
+WRITE_CONCURRENCY = 8
 
 
 @dataclass(frozen=True)
@@ -38,17 +39,21 @@ async def register_skills(
     document = await store.read(tenant, REGISTRY_URI, deadline=deadline)
     known: dict[str, str] = dict(document.data.get("skills", {})) if document is not None else {}
     changed = [s for s in skills if known.get(s.name) != sha256_text(s.skill_md())]
-    for start in range(0, len(changed), BATCH_SIZE):
-        batch = changed[start : start + BATCH_SIZE]
-        await client.batch_write(
-            tenant,
-            SKILL_ROOT,
-            [{"uri": s.uri, "content": s.skill_md(), "mode": "replace"} for s in batch],
-            wait=True,
-            processing_mode="vectors_only",
-            deadline=deadline,
-        )
-        known.update({s.name: sha256_text(s.skill_md()) for s in batch})
+    gate = asyncio.Semaphore(WRITE_CONCURRENCY)
+
+    async def write(skill: Skill) -> None:
+        async with gate:
+            await client.write(
+                tenant,
+                skill.uri,
+                skill.skill_md(),
+                wait=True,
+                processing_mode="vectors_only",
+                deadline=deadline,
+            )
+
+    await asyncio.gather(*(write(s) for s in changed))
+    known.update({s.name: sha256_text(s.skill_md()) for s in changed})
     if changed:
         # Last writer wins: the registry only saves rewrites, a lost entry costs one rewrite.
         await store.write(tenant, REGISTRY_URI, {"skills": known}, deadline=deadline)
