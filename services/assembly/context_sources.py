@@ -19,7 +19,6 @@ from contextengine.v1 import common_pb2, packet_pb2
 
 from services.assembly.directory_listing import (
     DirectoryCache,
-    DirectoryReader,
     directory_cache,
     list_directory,
     render_directory,
@@ -32,6 +31,7 @@ from services.assembly.tenant_cache import TenantCache
 from services.assembly.tool_memory import render_tools, tools_named
 from shared.domain.skills import SKILL_USES_URI, SkillUse, uses_from_document
 from shared.domain.tool_experience import TOOL_EXPERIENCE_URI, ToolRecord, records_from_document
+from shared.domain.turn_index_folders import FolderLister
 from shared.errors import BackendNotFound
 from shared.openviking.tenant import Tenant
 from shared.tokens import TokenCounter
@@ -50,7 +50,7 @@ USER_DOCUMENT_TTL_SECONDS = 30.0
 same process drops them at once (`MemoryChanges`)."""
 
 
-class SourcesBackend(MemorySearch, DirectoryReader, Protocol):
+class SourcesBackend(MemorySearch, FolderLister, Protocol):
     """What the sources read from OpenViking."""
 
 
@@ -78,6 +78,25 @@ class SourcesSection:
     degraded_reasons: list[str] = field(default_factory=list)
     tokens: int = 0
     """Of the whole text (the parts' counts plus their joins)."""
+
+    def add_to(
+        self, packet: packet_pb2.AssembledContextPacket, budget: int, system_prompt_addition: str
+    ) -> str:
+        """Put the section in `packet` (its parts and their tokens, spent from `budget`) and return
+        the system prompt addition that carries it after `system_prompt_addition`."""
+        packet.skills.extend(self.skills)
+        packet.tool_experience.extend(self.tool_experience)
+        packet.directory.extend(self.directory)
+        tokens = packet.tokens
+        tokens.budget = budget
+        tokens.skills, tokens.tools, tokens.directory = (
+            self.skills_tokens,
+            self.tools_tokens,
+            self.directory_tokens,
+        )
+        tokens.used += self.tokens
+        packet.estimated_tokens += self.tokens
+        return "\n\n".join(text for text in (system_prompt_addition, self.text) if text)
 
 
 def section_cap(budget: int, recall_token_budget: int) -> int:

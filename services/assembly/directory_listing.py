@@ -13,14 +13,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from contextengine.v1 import packet_pb2
 
 from services.assembly.tenant_cache import TenantCache
 from shared.domain.skills import SKILL_ROOT
+from shared.domain.turn_index_folders import FolderLister
 from shared.errors import BackendNotFound
-from shared.openviking.models.content import FsListing
 from shared.openviking.tenant import Tenant
 from shared.tokens import TokenCounter
 
@@ -33,20 +32,6 @@ FOLDERS = (
     ("memories", "viking://~/memories"),
     ("skills", SKILL_ROOT),
 )
-
-
-class DirectoryReader(Protocol):
-    async def ls(
-        self,
-        tenant: Tenant,
-        uri: str,
-        *,
-        recursive: bool = False,
-        show_all_hidden: bool = False,
-        node_limit: int | None = None,
-        offset: int | None = None,
-        deadline: float | None = None,
-    ) -> FsListing: ...
 
 
 @dataclass(frozen=True)
@@ -68,7 +53,7 @@ def _name(uri: str) -> str:
 
 
 async def _folder(
-    reader: DirectoryReader, tenant: Tenant, kind: str, uri: str, deadline: float
+    reader: FolderLister, tenant: Tenant, kind: str, uri: str, deadline: float
 ) -> list[packet_pb2.DirectoryEntry]:
     try:
         listing = await reader.ls(tenant, uri, node_limit=ENTRIES_PER_FOLDER, deadline=deadline)
@@ -90,7 +75,7 @@ async def _folder(
 
 
 async def list_directory(
-    reader: DirectoryReader, tenant: Tenant, *, deadline: float
+    reader: FolderLister, tenant: Tenant, *, deadline: float
 ) -> list[packet_pb2.DirectoryEntry]:
     """The three folders' entries, read concurrently (a missing folder lists nothing)."""
     folders = await asyncio.gather(*(_folder(reader, tenant, kind, uri, deadline) for kind, uri in FOLDERS))

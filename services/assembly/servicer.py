@@ -56,6 +56,7 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
         )
         if memory_changes is not None:
             memory_changes.subscribe(self._caches.profiles.invalidate)
+            memory_changes.subscribe(self._caches.sources.invalidate)
 
     async def aclose(self) -> None:
         """Stop the exchange index's background syncs (at shutdown, before the client closes)."""
