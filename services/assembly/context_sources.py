@@ -26,7 +26,7 @@ from services.assembly.directory_listing import (
 from services.assembly.ports import MemorySearch
 from services.assembly.recall import bounded, describe_failure
 from services.assembly.recall_intent import RecallIntent, RecallSource
-from services.assembly.skill_selection import ranked_candidates, render_skills, skill_hits
+from services.assembly.skill_selection import SkillCatalogue, ranked_candidates, render_skills, skill_hits
 from services.assembly.tenant_cache import TenantCache
 from services.assembly.tool_memory import render_tools, tools_named
 from shared.domain.skills import SKILL_USES_URI, SkillUse, uses_from_document
@@ -60,10 +60,12 @@ class SourceCaches:
     documents: TenantCache[str, dict[str, Any]] = field(
         default_factory=lambda: TenantCache(USER_DOCUMENT_TTL_SECONDS)
     )
+    skills: SkillCatalogue = field(default_factory=SkillCatalogue)
 
     def invalidate(self, tenant: Tenant) -> None:
         self.directory.invalidate(tenant)
         self.documents.invalidate(tenant)
+        self.skills.invalidate(tenant)
 
 
 @dataclass
@@ -147,7 +149,9 @@ class ContextSources:
             intent,
             prompt,
             newest_first,
-            skills=_started(skill_hits(client, tenant, intent.query, deadline=deadline), deadline)
+            skills=_started(
+                skill_hits(client, tenant, intent.query, caches.skills, deadline=deadline), deadline
+            )
             if want_skills
             else None,
             skill_uses=_started(_user_document(client, caches, tenant, SKILL_USES_URI, deadline), deadline)

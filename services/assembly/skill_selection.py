@@ -1,6 +1,8 @@
 """Which registered skills a prompt calls for, within the skill section's tokens.
 
-One `find` over the skill space (`viking://agent/skills`, with the SKILL.md read back), then:
+One `find` over the skill space (`viking://agent/skills`), its SKILL.md texts from the replica's
+`SkillCatalogue` (read once per `SKILL_TTL_SECONDS`: `read_content` on the find cost ~60 ms more
+per Assemble in the Phase-3 bench), then:
 
 - a candidate is kept when its similarity clears `MIN_SKILL_SCORE` and lies within
   `SCORE_MARGIN` of the best one (a prompt rarely needs more than one or two skills; a weak,
@@ -13,7 +15,9 @@ One `find` over the skill space (`viking://agent/skills`, with the SKILL.md read
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import asyncio
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from contextengine.v1 import packet_pb2
@@ -21,7 +25,9 @@ from contextengine.v1 import packet_pb2
 from services.assembly.lexical import content_terms, tokens
 from services.assembly.ports import MemorySearch
 from shared.domain.skills import SKILL_ROOT, Skill, SkillUse, parse_skill_md
+from shared.errors import BackendNotFound
 from shared.openviking.tenant import Tenant
+from shared.sized_cache import SizedCache
 from shared.tokens import TokenCounter
 
 SKILL_CANDIDATES = 8
@@ -34,6 +40,10 @@ MAX_SKILLS_SHOWN = 5
 """Skills of one object score alike ("lint my backup": backup-clean 0.70, backup-validate 0.67);
 one line each is cheap, so the five nearest go in and the model picks."""
 SIMILAR_INPUT_OVERLAP = 0.3
+SKILL_TTL_SECONDS = 60.0
+"""How long a replica reuses a SKILL.md it read; a registration in the same process drops the
+account's at once."""
+CATALOGUE_ACCOUNTS = 1000
 SKILLS_HEADER = "[Skills] Registered skills that fit this request (read a skill's URI for its full text):"
 
 
@@ -136,8 +146,43 @@ def render_skills(
     return SelectedSkills(text, counter.count(text), shown)
 
 
+class SkillCatalogue:
+    """Parsed SKILL.md texts by URI, per account (the skill space is account-wide)."""
+
+    def __init__(self, ttl: float = SKILL_TTL_SECONDS, clock: Callable[[], float] = time.monotonic) -> None:
+        self._ttl = ttl
+        self._clock = clock
+        self._accounts: SizedCache[str, dict[str, tuple[float, Skill | None]]] = SizedCache(
+            CATALOGUE_ACCOUNTS
+        )
+
+    def invalidate(self, tenant: Tenant) -> None:
+        self._accounts.pop(tenant.account_id)
+
+    async def skills(
+        self, client: MemorySearch, tenant: Tenant, uris: Sequence[str], *, deadline: float
+    ) -> dict[str, Skill]:
+        now = self._clock()
+        known = self._accounts.get(tenant.account_id)
+        if known is None:
+            known = {}
+            self._accounts.put(tenant.account_id, known)
+        missing = [u for u in uris if u not in known or now - known[u][0] >= self._ttl]
+        texts = await asyncio.gather(*(_read_or_empty(client, tenant, u, deadline) for u in missing))
+        for uri, text in zip(missing, texts, strict=True):
+            known[uri] = (now, parse_skill_md(text))
+        return {u: skill for u in uris if (skill := known[u][1]) is not None}
+
+
+async def _read_or_empty(client: MemorySearch, tenant: Tenant, uri: str, deadline: float) -> str:
+    try:
+        return await client.read(tenant, uri, deadline=deadline)
+    except BackendNotFound:
+        return ""
+
+
 async def skill_hits(
-    client: MemorySearch, tenant: Tenant, query: str, *, deadline: float
+    client: MemorySearch, tenant: Tenant, query: str, catalogue: SkillCatalogue, *, deadline: float
 ) -> list[tuple[Skill, float]]:
     """The skill space's best matches for `query`, with their SKILL.md parsed."""
     found = await client.find(
@@ -146,13 +191,8 @@ async def skill_hits(
         target_uri=SKILL_ROOT,
         limit=SKILL_CANDIDATES,
         level=2,
-        read_content=True,
         context_type="skill",
         deadline=deadline,
     )
-    hits = []
-    for hit in found.skills:
-        skill = parse_skill_md(hit.content or "")
-        if skill is not None:
-            hits.append((skill, hit.score))
-    return hits
+    skills = await catalogue.skills(client, tenant, [hit.uri for hit in found.skills], deadline=deadline)
+    return [(skills[hit.uri], hit.score) for hit in found.skills if hit.uri in skills]

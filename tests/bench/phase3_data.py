@@ -199,6 +199,18 @@ NO_RECALL = (
     "make that shorter", "translate it into French", "continue", "can you rephrase that?",
     "explain the second point in more detail", "shorter please", "say that again",
 )  # fmt: skip
+MEMORIES = (
+    "The user's sister is called Ines.",
+    "Dentist appointment on 2026-06-02 at 9:30 with Dr. Alves.",
+    "For the Lisbon trip we picked the Hotel Miradouro.",
+    "The kitchen project budget is 12,000 euros.",
+    "The Monday deploy failed with 'connection reset by peer' from the payments API.",
+    "Marta Kowalski is the new product manager on the analytics team.",
+    "We decided to use ClickHouse for the analytics service.",
+    "Twenty-three people are coming to the party on 2026-05-14.",
+    "The party plan: budget first, then the venue, then the invitations.",
+    "The user prefers short answers in bullet points.",
+)
 ASSISTANT_ANSWER = (
     "Here is the plan: first we review the budget, second we book the venue, third we send the "
     "invitations. The second point matters most because the venue fills up early."
