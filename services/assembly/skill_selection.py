@@ -39,7 +39,8 @@ NAME_BONUS = 0.15
 MAX_SKILLS_SHOWN = 5
 """Skills of one object score alike ("lint my backup": backup-clean 0.70, backup-validate 0.67);
 one line each is cheap, so the five nearest go in and the model picks."""
-SIMILAR_INPUT_OVERLAP = 0.3
+SIMILAR_INPUT_OVERLAP = 0.5
+"""Share of the prompt's content words a past input must hold to count as "this kind of input"."""
 SKILL_TTL_SECONDS = 60.0
 """How long a replica reuses a SKILL.md it read; a registration in the same process drops the
 account's at once."""
