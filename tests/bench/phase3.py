@@ -135,11 +135,17 @@ async def bench_skills(
             tally[0] += task.skill in inside
             tally[1] += tokens
     # Latency once the replica's caches are warm (as in steady traffic), interleaved with one find.
-    latencies, finds = [], []
+    # A question about the past is the same Assemble without the skill find (the intent's choice).
+    latencies, questions, finds = [], [], []
     for index, task in enumerate(tasks):
         t0 = time.perf_counter()
         await stub.Assemble(_request(tenant, task.prompt, [], session=f"l{index}"), timeout=60)
         latencies.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        await stub.Assemble(
+            _request(tenant, f"Did I mention: {task.prompt}", [], session=f"q{index}"), timeout=60
+        )
+        questions.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         await client.find(tenant, task.prompt, limit=10)
         finds.append(time.perf_counter() - t0)
@@ -172,6 +178,7 @@ async def bench_skills(
             for k, (hits, tokens) in baseline.items()
         },
         "assemble_p50_ms": statistics.median(latencies) * 1000,
+        "assemble_no_skills_p50_ms": statistics.median(questions) * 1000,
         "find_p50_ms": statistics.median(finds) * 1000,
     }
 
@@ -316,7 +323,9 @@ def markdown(report: Row) -> str:
         "",
         f"Skills shown per task: {s['engine']['skills_shown_mean']:.1f}. Assemble p50 with every source on "
         f"{s['assemble_p50_ms']:.0f} ms, one find {s['find_p50_ms']:.0f} ms "
-        f"({s['assemble_p50_ms'] / s['find_p50_ms']:.2f}x).",
+        f"({s['assemble_p50_ms'] / s['find_p50_ms']:.2f}x); a question (no skill find) "
+        f"{s['assemble_no_skills_p50_ms']:.0f} ms "
+        f"({s['assemble_no_skills_p50_ms'] / s['find_p50_ms']:.2f}x).",
         "",
         f"## Tools ({t['cases']} cases)",
         "",
