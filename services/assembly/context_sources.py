@@ -29,7 +29,7 @@ from services.assembly.recall_intent import RecallIntent, RecallSource
 from services.assembly.skill_selection import SkillCatalogue, ranked_candidates, render_skills, skill_hits
 from services.assembly.tenant_cache import TenantCache
 from services.assembly.tool_memory import render_tools, tools_named
-from shared.domain.skills import SKILL_USES_URI, SkillUse, uses_from_document
+from shared.domain.skills import SKILL_USES_URI, Skill, SkillUse, uses_from_document
 from shared.domain.tool_experience import TOOL_EXPERIENCE_URI, ToolRecord, records_from_document
 from shared.domain.turn_index_folders import FolderLister
 from shared.errors import BackendNotFound
@@ -127,7 +127,7 @@ class ContextSources:
     intent: RecallIntent
     prompt: str
     newest_first: Sequence[common_pb2.ConversationMessage]
-    skills: asyncio.Future[list[Any]] | None
+    skills: asyncio.Future[list[tuple[Skill, float]]] | None
     skill_uses: asyncio.Future[dict[str, Any]] | None
     tools: asyncio.Future[dict[str, Any]] | None
     directory: asyncio.Future[list[packet_pb2.DirectoryEntry]] | None

@@ -35,6 +35,8 @@ MAX_HOST_URI_CHARS = 2048
 USES_KEPT = 8
 """Newest uses remembered per skill (enough to say "failed 2 of the last 3")."""
 MAX_USE_TEXT_CHARS = 300
+MAX_USED_SKILLS = 64
+"""Skill uses one turn may report."""
 CAS_ATTEMPTS = 6
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}")
@@ -182,6 +184,8 @@ async def record_skill_uses(
 
 
 def validate_used_skills(used: Sequence[envelope_pb2.UsedSkill], field: str = "used_skills") -> None:
+    if len(used) > MAX_USED_SKILLS:
+        raise InvalidArgument(field, f"at most {MAX_USED_SKILLS} per turn, got {len(used)}")
     for index, use in enumerate(used):
         if not skill_name_of(use.uri):
             raise InvalidArgument(f"{field}[{index}].uri", "is required")

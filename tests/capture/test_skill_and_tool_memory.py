@@ -97,6 +97,16 @@ async def test_register_skills_rejects_bad_fields_by_name(capture_stack: Capture
     with pytest.raises(aio.AioRpcError) as error:
         await host.stub.RegisterSkills(capture_pb2.RegisterSkillsRequest(identity=identity, skills=[empty]))
     assert "skills[0].description" in (error.value.details() or "")
+    no_uri = capture_pb2.CommitTurnRequest(
+        identity=identity,
+        messages=[user("hi"), assistant("hello")],
+        advancement_key="k",
+        used_skills=[envelope_pb2.UsedSkill(input="x")],
+    )
+    with pytest.raises(aio.AioRpcError) as error:
+        await host.stub.CommitTurn(no_uri)
+    assert error.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "used_skills[0].uri" in (error.value.details() or "")
 
 
 async def test_a_task_gets_its_registered_skill_and_chit_chat_none(capture_stack: CaptureStack) -> None:
