@@ -16,7 +16,7 @@ from itertools import islice
 
 from contextengine.v1 import common_pb2, packet_pb2
 
-from services.assembly.context_sources import ContextSources, SourceCaches, SourcesBackend, section_cap
+from services.assembly.context_sources import ContextSources, SourceCaches, SourcesBackend
 from services.assembly.envelopes import EnvelopeCache, turn_envelopes
 from services.assembly.exchange_index import ExchangeIndex
 from services.assembly.fallback import relevant_memories_block
@@ -153,7 +153,7 @@ async def assemble_context(
         sources.abandon()
         raise
     retrieved = await retrieval.collect()
-    section = await sources.collect(counter, section_cap(budget, settings.recall_token_budget))
+    section = await sources.collect(counter, budget, settings.recall_token_budget)
     outcome = retrieved.recall
     plan = None
     if outcome is not None and outcome.items:

@@ -45,6 +45,9 @@ DEFAULT_SECTION_CAP = 1000
 SKILLS_SHARE = 0.6
 TOOLS_SHARE = 0.3
 DIRECTORY_SHARE = 0.3
+DIRECTORY_MIN_BUDGET = 8000
+"""Smallest request budget that gets the listing at a stream's start unasked: below it every
+token goes to recall (the recall bench's new-session questions at 1k-4k)."""
 USER_DOCUMENT_TTL_SECONDS = 30.0
 """How long a replica reuses a user's skill-use and tool-experience documents; a capture in the
 same process drops them at once (`MemoryChanges`)."""
@@ -173,7 +176,9 @@ class ContextSources:
             if part is not None:
                 part.add_done_callback(_ignore)
 
-    async def collect(self, counter: TokenCounter, cap: int) -> SourcesSection:
+    async def collect(self, counter: TokenCounter, budget: int, recall_token_budget: int) -> SourcesSection:
+        """The section for a request of `budget` tokens (at most `section_cap` of them)."""
+        cap = section_cap(budget, recall_token_budget)
         section = SourcesSection()
         texts: list[str] = []
         left = cap
@@ -201,7 +206,7 @@ class ContextSources:
             section.skills_tokens, section.skills = skills.tokens, skills.skills
             left -= skills.tokens
             texts.append(skills.text)
-        if self.directory is not None:
+        if self.directory is not None and (self.intent.directory_asked or budget >= DIRECTORY_MIN_BUDGET):
             entries = await self._part("directory", self.directory, section, [])
             listing = render_directory(entries, counter, min(left, int(cap * DIRECTORY_SHARE)))
             section.directory_tokens, section.directory = listing.tokens, listing.entries

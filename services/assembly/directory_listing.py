@@ -2,7 +2,9 @@
 space holds, so the model knows what it can read with its tools.
 
 Three folders are listed: the user's resources, the user's memory categories, the skill space.
-The engine's own folder (`resources/.contextengine`) and hidden files are left out. Each entry is
+The engine's own folders (`resources/.contextengine`, `memories/ce-*`) and hidden files are left
+out. Unasked, the listing goes in only at a stream's start and for a request of at least
+`DIRECTORY_MIN_BUDGET` tokens. Each entry is
 one line with its abstract cut to `ABSTRACT_CHARS`; lines go in while they fit the section.
 The listing is cached per tenant (`TenantCache`, `DIRECTORY_TTL_SECONDS`) and dropped when the
 tenant's memories change in this process (`MemoryChanges`) or skills are registered.
@@ -62,7 +64,7 @@ async def _folder(
     entries = []
     for entry in listing.entries:
         name = _name(entry.uri)
-        if name.startswith("."):
+        if name.startswith((".", "ce-")):  # hidden, or the engine's own (its turn index)
             continue
         label = f"memories/{name}" if kind == "memories" and entry.is_dir else kind
         abstract = " ".join(entry.abstract.split())

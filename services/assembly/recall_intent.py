@@ -121,6 +121,8 @@ class RecallIntent:
     query: str
     dates: tuple[str, ...] = ()
     names: tuple[str, ...] = ()
+    directory_asked: bool = False
+    """The prompt asks what is stored (else the directory is only for a stream's start)."""
 
     def wants(self, source: RecallSource) -> bool:
         return source in self.sources
@@ -214,6 +216,7 @@ def recall_intent(
         sources |= {RecallSource.SKILLS, RecallSource.TOOLS}
     if tools_from_calls:
         sources.add(RecallSource.TOOLS)
-    if not _has_assistant_answer(newest_first) or _DIRECTORY_QUESTION.search(text):
+    asked = bool(_DIRECTORY_QUESTION.search(text))
+    if asked or not _has_assistant_answer(newest_first):
         sources.add(RecallSource.DIRECTORY)
-    return RecallIntent(True, "", frozenset(sources), base.query, dates_in(text), names_in(text))
+    return RecallIntent(True, "", frozenset(sources), base.query, dates_in(text), names_in(text), asked)

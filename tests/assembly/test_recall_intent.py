@@ -95,7 +95,7 @@ def test_the_directory_at_the_start_of_a_stream_or_when_asked() -> None:
     later = recall_intent(answered(), 5, "Can you summarise the report I uploaded?")
     assert not later.wants(RecallSource.DIRECTORY)
     asked = recall_intent(answered(), 5, "What do you know about my files?")
-    assert asked.wants(RecallSource.DIRECTORY)
+    assert asked.wants(RecallSource.DIRECTORY) and asked.directory_asked and not first.directory_asked
 
 
 def test_tool_calls_in_the_newest_messages_keep_tool_memory_on_without_a_prompt() -> None:

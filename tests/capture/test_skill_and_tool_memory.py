@@ -69,7 +69,7 @@ async def sources_for(
         caches=SourceCaches(),
         deadline=deadline,
     )
-    return await stage.collect(TokenCounter.for_model("", "cl100k_base"), 1000)
+    return await stage.collect(TokenCounter.for_model("", "cl100k_base"), 8000, 1000)
 
 
 async def learned(host: CaptureHost, identity: common_pb2.Identity, uri: str, needle: str) -> None:
