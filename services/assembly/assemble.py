@@ -11,10 +11,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import islice
 
 from contextengine.v1 import common_pb2, packet_pb2
 
+from services.assembly.context_sources import ContextSources, SourceCaches, SourcesBackend
 from services.assembly.envelopes import EnvelopeCache, turn_envelopes
 from services.assembly.exchange_index import ExchangeIndex
 from services.assembly.fallback import relevant_memories_block
@@ -33,12 +35,8 @@ from services.assembly.recall import (
     describe_failure,
     recall_memories,
 )
-from services.assembly.recall_query import (
-    RecallQuery,
-    recall_query,
-    sanitize_user_text,
-    skip_reason_for,
-)
+from services.assembly.recall_intent import recall_intent
+from services.assembly.recall_query import sanitize_user_text, skip_reason_for
 from services.assembly.retrieval import Retrieval
 from services.assembly.summaries import SummarySource
 from services.assembly.token_counts import MessageTokens, TokenCountCache
@@ -53,6 +51,8 @@ log = logging.getLogger(__name__)
 DEADLINE_RESERVE_FRACTION = 0.2
 """Share of the caller's remaining time kept for packing and the reply."""
 MIN_RETRIEVAL_SECONDS = 0.01
+INTENT_MESSAGES = 64
+"""Newest host messages the recall intent reads (the recall query's window lies within them)."""
 
 
 def retrieval_deadline(now: float, time_remaining: float | None, recall_timeout_ms: int) -> float:
@@ -100,10 +100,11 @@ class AssembleCaches:
     envelopes: EnvelopeCache
     exchanges: ExchangeIndex | None = None
     """The lexical leg's index of every user's exchanges (None: BM25 over the semantic pool)."""
+    sources: SourceCaches = field(default_factory=SourceCaches)
 
 
 async def assemble_context(
-    client: MemorySearch,
+    client: SourcesBackend,
     summary_source: SummarySource,
     settings: Settings,
     identity: RequestIdentity,
@@ -117,19 +118,18 @@ async def assemble_context(
 ) -> AssembleResult:
     """The model's context for this call, as a pipeline over the host's messages (`wires`):
 
-    1. the recall query, from the prompt and the newest messages only;
-    2. retrieval (profile, recall, summaries) sent off;
+    1. the recall intent (`services.assembly.recall_intent`): recall or not, its sources, the query,
+       from the prompt and the newest messages only;
+    2. retrieval (profile, recall, summaries) and the sources (skills, tools, directory) sent off;
     3. the host transcript taken up (decoded, validated, split into turns) while it is in flight;
     4. packing into the budget, once retrieval is in;
     5. the packet that says what was chosen and why.
     """
     budget = token_budget or settings.default_token_budget
     counter = TokenCounter.for_model(model, settings.default_encoding)
-    query = (
-        recall_query(newest_first(wires, caches.host_messages), settings.assemble_recall_window, prompt)
-        if settings.auto_recall
-        else RecallQuery("", "auto_recall_disabled")
-    )
+    recent = list(islice(newest_first(wires, caches.host_messages), INTENT_MESSAGES))
+    intent = recall_intent(recent, settings.assemble_recall_window, prompt, auto_recall=settings.auto_recall)
+    query = intent.as_recall_query()
     retrieval = Retrieval.start(
         client,
         summary_source,
@@ -142,13 +142,18 @@ async def assemble_context(
         profiles=caches.profiles,
         exchanges=caches.exchanges,
     )
+    sources = ContextSources.start(
+        client, identity.tenant, intent, prompt, recent, caches=caches.sources, deadline=deadline
+    )
     await asyncio.sleep(0)  # let retrieval's requests go out before the transcript's CPU work
     try:
         transcript = host_transcript(wires, caches.host_messages, identity.buffer_key)
     except BaseException:
         retrieval.abandon()
+        sources.abandon()
         raise
     retrieved = await retrieval.collect()
+    section = await sources.collect(counter, budget, settings.recall_token_budget)
     outcome = retrieved.recall
     plan = None
     if outcome is not None and outcome.items:
@@ -160,7 +165,7 @@ async def assemble_context(
             memories=[item.for_injection() for item in outcome.items],
         )
     packed = pack_context(
-        budget=budget,
+        budget=budget - section.tokens,
         turns=transcript.turns,
         recent_raw_turn_count=settings.recent_raw_turn_count,
         count=MessageTokens(counter, caches.token_counts, transcript.keys),
@@ -186,14 +191,16 @@ async def assemble_context(
         tokens=packed.tokens,
         recall_query=query.query,
         recall_skip_reason=skip_reason,
-        degraded=bool(retrieved.degraded_reasons),
-        degraded_reasons=retrieved.degraded_reasons,
+        degraded=bool(retrieved.degraded_reasons or section.degraded_reasons),
+        degraded_reasons=[*retrieved.degraded_reasons, *section.degraded_reasons],
+        recall_intent=intent.to_proto(),
     )
-    if retrieved.degraded_reasons:
+    addition = section.add_to(packet, budget, packed.system_prompt_addition)
+    if packet.degraded:
         log.warning(
-            "assemble degraded for stream %s: %s", identity.stream_id, "; ".join(retrieved.degraded_reasons)
+            "assemble degraded for stream %s: %s", identity.stream_id, "; ".join(packet.degraded_reasons)
         )
-    return AssembleResult(packed.messages, packed.system_prompt_addition, packed.estimated_tokens, packet)
+    return AssembleResult(packed.messages, addition, packet.estimated_tokens, packet)
 
 
 @dataclass

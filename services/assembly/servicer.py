@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from contextengine.v1 import assembly_pb2, assembly_pb2_grpc, common_pb2
+from contextengine.v1 import assembly_pb2, assembly_pb2_grpc, common_pb2, packet_pb2
 from grpc import aio
 
 from services.assembly.assemble import (
@@ -56,6 +56,7 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
         )
         if memory_changes is not None:
             memory_changes.subscribe(self._caches.profiles.invalidate)
+            memory_changes.subscribe(self._caches.sources.invalidate)
 
     async def aclose(self) -> None:
         """Stop the exchange index's background syncs (at shutdown, before the client closes)."""
@@ -100,6 +101,11 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
             budget=tokens.budget, used=tokens.used, cut=tokens.recalled_memories_cut + tokens.summaries_cut
         )
         attr.set_recall(recalled=len(result.packet.recalled_memories), degraded=result.packet.degraded)
+        intent = result.packet.recall_intent
+        attr.set_recall_intent(
+            "recall" if intent.recall else intent.reason,
+            [packet_pb2.RecallSource.Name(s).removeprefix("RECALL_SOURCE_").lower() for s in intent.sources],
+        )
         record_assembled_tokens(result.estimated_tokens)
         record_recall_hits(len(result.packet.recalled_memories), degraded=result.packet.degraded)
         return assembly_pb2.AssembleResponse(

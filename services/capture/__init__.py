@@ -83,6 +83,10 @@ def build_capture_service(context: ServiceContext) -> ServiceSpec:
         except TimeoutError:
             log.warning("%d nudge(s) undelivered; the compaction sweep resumes them", nudger.pending)
         await nudger.close()
+        try:
+            await asyncio.wait_for(servicer.learning.drain(), timeout=max(0.5, deadline - time.monotonic()))
+        except TimeoutError:
+            log.warning("skill/tool lessons unfinished at shutdown; those turns teach nothing")
 
     return ServiceSpec(
         name=SERVICE_NAME, register=register, on_shutdown=(flush_on_shutdown,), needs_backend=True

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from contextengine.v1 import capture_pb2, common_pb2
+from contextengine.v1 import capture_pb2, common_pb2, envelope_pb2
 
 from shared.runtime.request_wire import WireCodec
 
@@ -20,6 +20,7 @@ class AfterTurnWire(Protocol):
     token_budget: int
     is_heartbeat: bool
     model: str
+    used_skills: Sequence[envelope_pb2.UsedSkill]
 
 
 AFTER_TURN_WIRE: WireCodec[AfterTurnWire] = WireCodec(capture_pb2.AfterTurnRequest)

@@ -7,8 +7,11 @@ from grpc import aio
 
 from services.capture import memories
 from services.capture.request_wire import AFTER_TURN_WIRE, AfterTurnWire
+from services.capture.skill_registry import register_skills
+from services.capture.turn_learning import TurnLearning
 from services.capture.turns import FencedTurn, TurnCapture, TurnOutcome
 from shared.config import Settings
+from shared.domain.documents import DocumentStore
 from shared.domain.host_messages import (
     HOST_MESSAGE_BYTES,
     STREAM_TRANSCRIPT_BYTES,
@@ -24,6 +27,7 @@ from shared.domain.messages import (
     validate_json_object,
     validate_messages,
 )
+from shared.domain.skills import validate_used_skills, validated_skills
 from shared.errors import InvalidArgument
 from shared.openviking.client import OpenVikingClient
 from shared.runtime.deadlines import call_deadline
@@ -32,6 +36,8 @@ from shared.telemetry.metrics import record_trigger
 
 SKIPPED_CAPTURE_OFF = "auto_capture_disabled"
 SKIPPED_HEARTBEAT = "heartbeat"
+REGISTER_SECONDS = 300.0
+"""RegisterSkills' bound when the caller sets no deadline (200 skills embed in about a minute)."""
 
 
 def _record_turn_attributes(outcome: TurnOutcome, token_budget: int) -> None:
@@ -61,6 +67,9 @@ class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
         self._ov = openviking
         self._turns = turns
         self._memory_changes = memory_changes or MemoryChanges()
+        self._documents = DocumentStore(openviking)
+        self.learning = TurnLearning(self._documents, self._memory_changes)
+        """Skill uses and tool experience from stored turns, written after their answers."""
         self._validated = ValidatedMessages(VALIDATED_MESSAGES)
         """CommitTurn's and Ingest's messages: a retried message is validated once."""
         self._host_messages = HostMessageCache(HOST_MESSAGE_BYTES // 2, STREAM_TRANSCRIPT_BYTES // 2)
@@ -92,6 +101,7 @@ class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
             )
         if request.token_budget < 0:
             raise InvalidArgument("token_budget", "must not be negative")
+        validate_used_skills(request.used_skills)
         outcome = await self._turns.after_turn(
             identity,
             transcript.messages,
@@ -102,6 +112,12 @@ class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
             shapes=transcript.shapes,
         )
         _record_turn_attributes(outcome, request.token_budget or self._settings.default_token_budget)
+        if outcome.persisted_count:
+            self.learning.learn(
+                identity.tenant,
+                transcript.messages[request.pre_prompt_message_count :],
+                request.used_skills,
+            )
         return capture_pb2.AfterTurnResponse(
             persisted_count=outcome.persisted_count,
             duplicate_count=outcome.duplicate_count,
@@ -139,6 +155,7 @@ class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
         validate_messages(request.messages, validated=self._validated)
         if request.token_budget < 0:
             raise InvalidArgument("token_budget", "must not be negative")
+        validate_used_skills(request.used_skills)
         turn = FencedTurn(
             request.messages, request.advancement_key, request.admission.json, request.terminal.json
         )
@@ -150,6 +167,8 @@ class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
             deadline=call_deadline(context),
         )
         _record_turn_attributes(outcome, request.token_budget or self._settings.default_token_budget)
+        if not outcome.duplicate_turn:
+            self.learning.learn(identity.tenant, request.messages, request.used_skills)
         return capture_pb2.CommitTurnResponse(
             status=capture_pb2.COMMIT_TURN_STATUS_DUPLICATE if outcome.duplicate_turn else committed,
             persisted_count=outcome.persisted_count,
@@ -218,3 +237,21 @@ class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
             streams = self._turns.known.for_user(identity, agent_id=agent)
         checkpoints = await self._turns.flush(streams, deadline=call_deadline(context))
         return capture_pb2.FlushSessionsResponse(checkpoints=checkpoints)
+
+    async def RegisterSkills(  # noqa: N802
+        self, request: capture_pb2.RegisterSkillsRequest, context: aio.ServicerContext[object, object]
+    ) -> capture_pb2.RegisterSkillsResponse:
+        identity = request_identity(request.identity, self._settings, session_required=False)
+        skills = validated_skills(request.skills)
+        registration = await register_skills(
+            self._ov,
+            self._documents,
+            identity.tenant,
+            skills,
+            deadline=call_deadline(context, REGISTER_SECONDS),
+        )
+        if registration.stored:
+            self._memory_changes.changed(identity.tenant)
+        return capture_pb2.RegisterSkillsResponse(
+            stored_count=registration.stored, unchanged_count=registration.unchanged
+        )

@@ -10,6 +10,8 @@ safe to call when telemetry is off (the current span is then non-recording).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from opentelemetry import trace
 from opentelemetry.trace import Span
 
@@ -46,6 +48,10 @@ RECALLED_COUNT = "contextengine.recall.count"
 """Memories injected / returned."""
 DEGRADED = "contextengine.degraded"
 """True when the answer is partial because a backend call failed or timed out."""
+RECALL_INTENT = "contextengine.recall.intent"
+"""The recall intent's decision: `recall` or the reason it was skipped (`greeting`, `follow_up`, ...)."""
+RECALL_SOURCES = "contextengine.recall.sources"
+"""The sources the intent chose, comma-separated (memories,exchanges,skills,...)."""
 
 # --- compaction ---
 TRIGGER_FIRED = "contextengine.compaction.trigger"
@@ -86,6 +92,8 @@ ENGINE_ATTRIBUTES = (
     TOKENS_CUT,
     RECALLED_COUNT,
     DEGRADED,
+    RECALL_INTENT,
+    RECALL_SOURCES,
     TRIGGER_FIRED,
     CHECKPOINT_ID,
     COMPACTION_OUTCOME,
@@ -141,6 +149,13 @@ def set_recall(*, recalled: int, degraded: bool = False, span: Span | None = Non
     target = _span(span)
     target.set_attribute(RECALLED_COUNT, recalled)
     target.set_attribute(DEGRADED, degraded)
+
+
+def set_recall_intent(decision: str, sources: Sequence[str], *, span: Span | None = None) -> None:
+    """What the recall intent stage decided for this Assemble."""
+    target = _span(span)
+    target.set_attribute(RECALL_INTENT, decision)
+    target.set_attribute(RECALL_SOURCES, ",".join(sources))
 
 
 def set_degraded(degraded: bool = True, *, span: Span | None = None) -> None:

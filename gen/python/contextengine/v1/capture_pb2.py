@@ -24,42 +24,49 @@ _sym_db = _symbol_database.Default()
 
 from contextengine.v1 import checkpoint_pb2 as contextengine_dot_v1_dot_checkpoint__pb2
 from contextengine.v1 import common_pb2 as contextengine_dot_v1_dot_common__pb2
+from contextengine.v1 import envelope_pb2 as contextengine_dot_v1_dot_envelope__pb2
 from contextengine.v1 import packet_pb2 as contextengine_dot_v1_dot_packet__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x63ontextengine/v1/capture.proto\x12\x10\x63ontextengine.v1\x1a!contextengine/v1/checkpoint.proto\x1a\x1d\x63ontextengine/v1/common.proto\x1a\x1d\x63ontextengine/v1/packet.proto\"\xf7\x01\n\x10\x41\x66terTurnRequest\x12,\n\x08identity\x18\x01 \x01(\x0b\x32\x1a.contextengine.v1.Identity\x12\x37\n\x08messages\x18\x02 \x03(\x0b\x32%.contextengine.v1.ConversationMessage\x12 \n\x18pre_prompt_message_count\x18\x03 \x01(\x05\x12\x14\n\x0ctoken_budget\x18\x04 \x01(\x03\x12\x14\n\x0cis_heartbeat\x18\x05 \x01(\x08\x12\x1f\n\x17\x61uto_compaction_summary\x18\x06 \x01(\t\x12\r\n\x05model\x18\x07 \x01(\t\"\xc3\x02\n\x11\x41\x66terTurnResponse\x12\x17\n\x0fpersisted_count\x18\x01 \x01(\x05\x12\x17\n\x0f\x64uplicate_count\x18\x02 \x01(\x05\x12\x1e\n\x16injected_skipped_count\x18\x03 \x01(\x05\x12\x15\n\rlast_sequence\x18\x04 \x01(\x03\x12\x1d\n\x15openviking_session_id\x18\x05 \x01(\t\x12:\n\rtrigger_fired\x18\x06 \x01(\x0e\x32#.contextengine.v1.CompactionTrigger\x12 \n\x18\x63ompaction_checkpoint_id\x18\x07 \x01(\t\x12\x18\n\x10\x65stimated_tokens\x18\x08 \x01(\x03\x12\x16\n\x0eskipped_reason\x18\t \x01(\t\x12\x16\n\x0e\x63\x61pture_worthy\x18\n \x01(\x08\"\xa1\x01\n\rIngestRequest\x12,\n\x08identity\x18\x01 \x01(\x0b\x32\x1a.contextengine.v1.Identity\x12\x37\n\x08messages\x18\x02 \x03(\x0b\x32%.contextengine.v1.ConversationMessage\x12\x14\n\x0cis_heartbeat\x18\x03 \x01(\x08\x12\x13\n\x0bonly_if_new\x18\x04 \x01(\x08\"\x80\x01\n\x0eIngestResponse\x12\x16\n\x0eingested_count\x18\x01 \x01(\x05\x12\x17\n\x0f\x64uplicate_count\x18\x02 \x01(\x05\x12\x1e\n\x16injected_skipped_count\x18\x03 \x01(\x05\x12\x1d\n\x15openviking_session_id\x18\x04 \x01(\t\"\x90\x01\n\x12StoreMemoryRequest\x12,\n\x08identity\x18\x01 \x01(\x0b\x32\x1a.contextengine.v1.Identity\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\x10\n\x08\x63\x61tegory\x18\x03 \x01(\t\x12,\n\x05scope\x18\x04 \x01(\x0e\x32\x1d.contextengine.v1.MemoryScope\"3\n\x13StoreMemoryResponse\x12\x0b\n\x03uri\x18\x01 \x01(\t\x12\x0f\n\x07\x63reated\x18\x02 \x01(\x08\"m\n\x13\x46orgetMemoryRequest\x12,\n\x08identity\x18\x01 \x01(\x0b\x32\x1a.contextengine.v1.Identity\x12\r\n\x03uri\x18\x02 \x01(\tH\x00\x12\x0f\n\x05query\x18\x03 \x01(\tH\x00\x42\x08\n\x06target\"b\n\x14\x46orgetMemoryResponse\x12\x14\n\x0c\x64\x65leted_uris\x18\x01 \x03(\t\x12\x34\n\ncandidates\x18\x02 \x03(\x0b\x32 .contextengine.v1.RecalledMemory\"D\n\x14\x46lushSessionsRequest\x12,\n\x08identity\x18\x01 \x01(\x0b\x32\x1a.contextengine.v1.Identity\"Q\n\x15\x46lushSessionsResponse\x12\x38\n\x0b\x63heckpoints\x18\x01 \x03(\x0b\x32#.contextengine.v1.CompactCheckpoint\"\xad\x02\n\x11\x43ommitTurnRequest\x12,\n\x08identity\x18\x01 \x01(\x0b\x32\x1a.contextengine.v1.Identity\x12\x37\n\x08messages\x18\x02 \x03(\x0b\x32%.contextengine.v1.ConversationMessage\x12\x17\n\x0f\x61\x64vancement_key\x18\x03 \x01(\t\x12.\n\tadmission\x18\x04 \x01(\x0b\x32\x1b.contextengine.v1.JsonValue\x12-\n\x08terminal\x18\x05 \x01(\x0b\x32\x1b.contextengine.v1.JsonValue\x12\x14\n\x0cis_heartbeat\x18\x06 \x01(\x08\x12\x14\n\x0ctoken_budget\x18\x07 \x01(\x03\x12\r\n\x05model\x18\x08 \x01(\t\"\xf7\x02\n\x12\x43ommitTurnResponse\x12\x32\n\x06status\x18\x01 \x01(\x0e\x32\".contextengine.v1.CommitTurnStatus\x12\x17\n\x0fpersisted_count\x18\x02 \x01(\x05\x12\x1e\n\x16injected_skipped_count\x18\x03 \x01(\x05\x12\x16\n\x0e\x66irst_sequence\x18\x04 \x01(\x03\x12\x15\n\rlast_sequence\x18\x05 \x01(\x03\x12\x1d\n\x15openviking_session_id\x18\x06 \x01(\t\x12:\n\rtrigger_fired\x18\x07 \x01(\x0e\x32#.contextengine.v1.CompactionTrigger\x12 \n\x18\x63ompaction_checkpoint_id\x18\x08 \x01(\t\x12\x18\n\x10\x65stimated_tokens\x18\t \x01(\x03\x12\x16\n\x0eskipped_reason\x18\n \x01(\t\x12\x16\n\x0e\x63\x61pture_worthy\x18\x0b \x01(\x08*z\n\x10\x43ommitTurnStatus\x12\"\n\x1e\x43OMMIT_TURN_STATUS_UNSPECIFIED\x10\x00\x12 \n\x1c\x43OMMIT_TURN_STATUS_COMMITTED\x10\x01\x12 \n\x1c\x43OMMIT_TURN_STATUS_DUPLICATE\x10\x02\x32\xa9\x04\n\x0e\x43\x61ptureService\x12T\n\tAfterTurn\x12\".contextengine.v1.AfterTurnRequest\x1a#.contextengine.v1.AfterTurnResponse\x12K\n\x06Ingest\x12\x1f.contextengine.v1.IngestRequest\x1a .contextengine.v1.IngestResponse\x12Z\n\x0bStoreMemory\x12$.contextengine.v1.StoreMemoryRequest\x1a%.contextengine.v1.StoreMemoryResponse\x12]\n\x0c\x46orgetMemory\x12%.contextengine.v1.ForgetMemoryRequest\x1a&.contextengine.v1.ForgetMemoryResponse\x12`\n\rFlushSessions\x12&.contextengine.v1.FlushSessionsRequest\x1a\'.contextengine.v1.FlushSessionsResponse\x12W\n\nCommitTurn\x12#.contextengine.v1.CommitTurnRequest\x1a$.contextengine.v1.CommitTurnResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1e\x63ontextengine/v1/capture.proto\x12\x10\x63ontextengine.v1\x1a!contextengine/v1/checkpoint.proto\x1a\x1d\x63ontextengine/v1/common.proto\x1a\x1f\x63ontextengine/v1/envelope.proto\x1a\x1d\x63ontextengine/v1/packet.proto\"\xa9\x02\n\x10\x41\x66terTurnRequest\x12,\n\x08identity\x18\x01 \x01(\x0b\x32\x1a.contextengine.v1.Identity\x12\x37\n\x08messages\x18\x02 \x03(\x0b\x32%.contextengine.v1.ConversationMessage\x12 \n\x18pre_prompt_message_count\x18\x03 \x01(\x05\x12\x14\n\x0ctoken_budget\x18\x04 \x01(\x03\x12\x14\n\x0cis_heartbeat\x18\x05 \x01(\x08\x12\x1f\n\x17\x61uto_compaction_summary\x18\x06 \x01(\t\x12\r\n\x05model\x18\x07 \x01(\t\x12\x30\n\x0bused_skills\x18\x08 \x03(\x0b\x32\x1b.contextengine.v1.UsedSkill\"\xc3\x02\n\x11\x41\x66terTurnResponse\x12\x17\n\x0fpersisted_count\x18\x01 \x01(\x05\x12\x17\n\x0f\x64uplicate_count\x18\x02 \x01(\x05\x12\x1e\n\x16injected_skipped_count\x18\x03 \x01(\x05\x12\x15\n\rlast_sequence\x18\x04 \x01(\x03\x12\x1d\n\x15openviking_session_id\x18\x05 \x01(\t\x12:\n\rtrigger_fired\x18\x06 \x01(\x0e\x32#.contextengine.v1.CompactionTrigger\x12 \n\x18\x63ompaction_checkpoint_id\x18\x07 \x01(\t\x12\x18\n\x10\x65stimated_tokens\x18\x08 \x01(\x03\x12\x16\n\x0eskipped_reason\x18\t \x01(\t\x12\x16\n\x0e\x63\x61pture_worthy\x18\n \x01(\x08\"\xa1\x01\n\rIngestRequest\x12,\n\x08identity\x18\x01 \x01(\x0b\x32\x1a.contextengine.v1.Identity\x12\x37\n\x08messages\x18\x02 \x03(\x0b\x32%.contextengine.v1.ConversationMessage\x12\x14\n\x0cis_heartbeat\x18\x03 \x01(\x08\x12\x13\n\x0bonly_if_new\x18\x04 \x01(\x08\"\x80\x01\n\x0eIngestResponse\x12\x16\n\x0eingested_count\x18\x01 \x01(\x05\x12\x17\n\x0f\x64uplicate_count\x18\x02 \x01(\x05\x12\x1e\n\x16injected_skipped_count\x18\x03 \x01(\x05\x12\x1d\n\x15openviking_session_id\x18\x04 \x01(\t\"\x90\x01\n\x12StoreMemoryRequest\x12,\n\x08identity\x18\x01 \x01(\x0b\x32\x1a.contextengine.v1.Identity\x12\x0c\n\x04text\x18\x02 \x01(\t\x12\x10\n\x08\x63\x61tegory\x18\x03 \x01(\t\x12,\n\x05scope\x18\x04 \x01(\x0e\x32\x1d.contextengine.v1.MemoryScope\"3\n\x13StoreMemoryResponse\x12\x0b\n\x03uri\x18\x01 \x01(\t\x12\x0f\n\x07\x63reated\x18\x02 \x01(\x08\"m\n\x13\x46orgetMemoryRequest\x12,\n\x08identity\x18\x01 \x01(\x0b\x32\x1a.contextengine.v1.Identity\x12\r\n\x03uri\x18\x02 \x01(\tH\x00\x12\x0f\n\x05query\x18\x03 \x01(\tH\x00\x42\x08\n\x06target\"b\n\x14\x46orgetMemoryResponse\x12\x14\n\x0c\x64\x65leted_uris\x18\x01 \x03(\t\x12\x34\n\ncandidates\x18\x02 \x03(\x0b\x32 .contextengine.v1.RecalledMemory\"D\n\x14\x46lushSessionsRequest\x12,\n\x08identity\x18\x01 \x01(\x0b\x32\x1a.contextengine.v1.Identity\"Q\n\x15\x46lushSessionsResponse\x12\x38\n\x0b\x63heckpoints\x18\x01 \x03(\x0b\x32#.contextengine.v1.CompactCheckpoint\"\xdf\x02\n\x11\x43ommitTurnRequest\x12,\n\x08identity\x18\x01 \x01(\x0b\x32\x1a.contextengine.v1.Identity\x12\x37\n\x08messages\x18\x02 \x03(\x0b\x32%.contextengine.v1.ConversationMessage\x12\x17\n\x0f\x61\x64vancement_key\x18\x03 \x01(\t\x12.\n\tadmission\x18\x04 \x01(\x0b\x32\x1b.contextengine.v1.JsonValue\x12-\n\x08terminal\x18\x05 \x01(\x0b\x32\x1b.contextengine.v1.JsonValue\x12\x14\n\x0cis_heartbeat\x18\x06 \x01(\x08\x12\x14\n\x0ctoken_budget\x18\x07 \x01(\x03\x12\r\n\x05model\x18\x08 \x01(\t\x12\x30\n\x0bused_skills\x18\t \x03(\x0b\x32\x1b.contextengine.v1.UsedSkill\"\xf7\x02\n\x12\x43ommitTurnResponse\x12\x32\n\x06status\x18\x01 \x01(\x0e\x32\".contextengine.v1.CommitTurnStatus\x12\x17\n\x0fpersisted_count\x18\x02 \x01(\x05\x12\x1e\n\x16injected_skipped_count\x18\x03 \x01(\x05\x12\x16\n\x0e\x66irst_sequence\x18\x04 \x01(\x03\x12\x15\n\rlast_sequence\x18\x05 \x01(\x03\x12\x1d\n\x15openviking_session_id\x18\x06 \x01(\t\x12:\n\rtrigger_fired\x18\x07 \x01(\x0e\x32#.contextengine.v1.CompactionTrigger\x12 \n\x18\x63ompaction_checkpoint_id\x18\x08 \x01(\t\x12\x18\n\x10\x65stimated_tokens\x18\t \x01(\x03\x12\x16\n\x0eskipped_reason\x18\n \x01(\t\x12\x16\n\x0e\x63\x61pture_worthy\x18\x0b \x01(\x08\"O\n\x0fSkillDefinition\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x0c\n\x04\x62ody\x18\x03 \x01(\t\x12\x0b\n\x03uri\x18\x04 \x01(\t\"x\n\x15RegisterSkillsRequest\x12,\n\x08identity\x18\x01 \x01(\x0b\x32\x1a.contextengine.v1.Identity\x12\x31\n\x06skills\x18\x02 \x03(\x0b\x32!.contextengine.v1.SkillDefinition\"G\n\x16RegisterSkillsResponse\x12\x14\n\x0cstored_count\x18\x01 \x01(\x05\x12\x17\n\x0funchanged_count\x18\x02 \x01(\x05*z\n\x10\x43ommitTurnStatus\x12\"\n\x1e\x43OMMIT_TURN_STATUS_UNSPECIFIED\x10\x00\x12 \n\x1c\x43OMMIT_TURN_STATUS_COMMITTED\x10\x01\x12 \n\x1c\x43OMMIT_TURN_STATUS_DUPLICATE\x10\x02\x32\x8e\x05\n\x0e\x43\x61ptureService\x12T\n\tAfterTurn\x12\".contextengine.v1.AfterTurnRequest\x1a#.contextengine.v1.AfterTurnResponse\x12K\n\x06Ingest\x12\x1f.contextengine.v1.IngestRequest\x1a .contextengine.v1.IngestResponse\x12Z\n\x0bStoreMemory\x12$.contextengine.v1.StoreMemoryRequest\x1a%.contextengine.v1.StoreMemoryResponse\x12]\n\x0c\x46orgetMemory\x12%.contextengine.v1.ForgetMemoryRequest\x1a&.contextengine.v1.ForgetMemoryResponse\x12`\n\rFlushSessions\x12&.contextengine.v1.FlushSessionsRequest\x1a\'.contextengine.v1.FlushSessionsResponse\x12W\n\nCommitTurn\x12#.contextengine.v1.CommitTurnRequest\x1a$.contextengine.v1.CommitTurnResponse\x12\x63\n\x0eRegisterSkills\x12\'.contextengine.v1.RegisterSkillsRequest\x1a(.contextengine.v1.RegisterSkillsResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'contextengine.v1.capture_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_COMMITTURNSTATUS']._serialized_start=2266
-  _globals['_COMMITTURNSTATUS']._serialized_end=2388
-  _globals['_AFTERTURNREQUEST']._serialized_start=150
-  _globals['_AFTERTURNREQUEST']._serialized_end=397
-  _globals['_AFTERTURNRESPONSE']._serialized_start=400
-  _globals['_AFTERTURNRESPONSE']._serialized_end=723
-  _globals['_INGESTREQUEST']._serialized_start=726
-  _globals['_INGESTREQUEST']._serialized_end=887
-  _globals['_INGESTRESPONSE']._serialized_start=890
-  _globals['_INGESTRESPONSE']._serialized_end=1018
-  _globals['_STOREMEMORYREQUEST']._serialized_start=1021
-  _globals['_STOREMEMORYREQUEST']._serialized_end=1165
-  _globals['_STOREMEMORYRESPONSE']._serialized_start=1167
-  _globals['_STOREMEMORYRESPONSE']._serialized_end=1218
-  _globals['_FORGETMEMORYREQUEST']._serialized_start=1220
-  _globals['_FORGETMEMORYREQUEST']._serialized_end=1329
-  _globals['_FORGETMEMORYRESPONSE']._serialized_start=1331
-  _globals['_FORGETMEMORYRESPONSE']._serialized_end=1429
-  _globals['_FLUSHSESSIONSREQUEST']._serialized_start=1431
-  _globals['_FLUSHSESSIONSREQUEST']._serialized_end=1499
-  _globals['_FLUSHSESSIONSRESPONSE']._serialized_start=1501
-  _globals['_FLUSHSESSIONSRESPONSE']._serialized_end=1582
-  _globals['_COMMITTURNREQUEST']._serialized_start=1585
-  _globals['_COMMITTURNREQUEST']._serialized_end=1886
-  _globals['_COMMITTURNRESPONSE']._serialized_start=1889
-  _globals['_COMMITTURNRESPONSE']._serialized_end=2264
-  _globals['_CAPTURESERVICE']._serialized_start=2391
-  _globals['_CAPTURESERVICE']._serialized_end=2944
+  _globals['_COMMITTURNSTATUS']._serialized_start=2675
+  _globals['_COMMITTURNSTATUS']._serialized_end=2797
+  _globals['_AFTERTURNREQUEST']._serialized_start=183
+  _globals['_AFTERTURNREQUEST']._serialized_end=480
+  _globals['_AFTERTURNRESPONSE']._serialized_start=483
+  _globals['_AFTERTURNRESPONSE']._serialized_end=806
+  _globals['_INGESTREQUEST']._serialized_start=809
+  _globals['_INGESTREQUEST']._serialized_end=970
+  _globals['_INGESTRESPONSE']._serialized_start=973
+  _globals['_INGESTRESPONSE']._serialized_end=1101
+  _globals['_STOREMEMORYREQUEST']._serialized_start=1104
+  _globals['_STOREMEMORYREQUEST']._serialized_end=1248
+  _globals['_STOREMEMORYRESPONSE']._serialized_start=1250
+  _globals['_STOREMEMORYRESPONSE']._serialized_end=1301
+  _globals['_FORGETMEMORYREQUEST']._serialized_start=1303
+  _globals['_FORGETMEMORYREQUEST']._serialized_end=1412
+  _globals['_FORGETMEMORYRESPONSE']._serialized_start=1414
+  _globals['_FORGETMEMORYRESPONSE']._serialized_end=1512
+  _globals['_FLUSHSESSIONSREQUEST']._serialized_start=1514
+  _globals['_FLUSHSESSIONSREQUEST']._serialized_end=1582
+  _globals['_FLUSHSESSIONSRESPONSE']._serialized_start=1584
+  _globals['_FLUSHSESSIONSRESPONSE']._serialized_end=1665
+  _globals['_COMMITTURNREQUEST']._serialized_start=1668
+  _globals['_COMMITTURNREQUEST']._serialized_end=2019
+  _globals['_COMMITTURNRESPONSE']._serialized_start=2022
+  _globals['_COMMITTURNRESPONSE']._serialized_end=2397
+  _globals['_SKILLDEFINITION']._serialized_start=2399
+  _globals['_SKILLDEFINITION']._serialized_end=2478
+  _globals['_REGISTERSKILLSREQUEST']._serialized_start=2480
+  _globals['_REGISTERSKILLSREQUEST']._serialized_end=2600
+  _globals['_REGISTERSKILLSRESPONSE']._serialized_start=2602
+  _globals['_REGISTERSKILLSRESPONSE']._serialized_end=2673
+  _globals['_CAPTURESERVICE']._serialized_start=2800
+  _globals['_CAPTURESERVICE']._serialized_end=3454
 # @@protoc_insertion_point(module_scope)

@@ -6,6 +6,7 @@ isort:skip_file
 from collections import abc as _abc
 from contextengine.v1 import checkpoint_pb2 as _checkpoint_pb2
 from contextengine.v1 import common_pb2 as _common_pb2
+from contextengine.v1 import envelope_pb2 as _envelope_pb2
 from contextengine.v1 import packet_pb2 as _packet_pb2
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
@@ -54,6 +55,7 @@ class AfterTurnRequest(_message.Message):
     IS_HEARTBEAT_FIELD_NUMBER: _builtins.int
     AUTO_COMPACTION_SUMMARY_FIELD_NUMBER: _builtins.int
     MODEL_FIELD_NUMBER: _builtins.int
+    USED_SKILLS_FIELD_NUMBER: _builtins.int
     pre_prompt_message_count: _builtins.int
     """Number of messages that existed before this turn's prompt; messages[pre_prompt_message_count:] are new."""
     token_budget: _builtins.int
@@ -69,6 +71,10 @@ class AfterTurnRequest(_message.Message):
     def messages(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.ConversationMessage]:
         """The whole host transcript after the turn."""
 
+    @_builtins.property
+    def used_skills(self) -> _containers.RepeatedCompositeFieldContainer[_envelope_pb2.UsedSkill]:
+        """The skills the turn used, as the host reports them; kept with each skill."""
+
     def __init__(
         self,
         *,
@@ -79,10 +85,11 @@ class AfterTurnRequest(_message.Message):
         is_heartbeat: _builtins.bool = ...,
         auto_compaction_summary: _builtins.str = ...,
         model: _builtins.str = ...,
+        used_skills: _abc.Iterable[_envelope_pb2.UsedSkill] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["identity", b"identity"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["auto_compaction_summary", b"auto_compaction_summary", "identity", b"identity", "is_heartbeat", b"is_heartbeat", "messages", b"messages", "model", b"model", "pre_prompt_message_count", b"pre_prompt_message_count", "token_budget", b"token_budget"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["auto_compaction_summary", b"auto_compaction_summary", "identity", b"identity", "is_heartbeat", b"is_heartbeat", "messages", b"messages", "model", b"model", "pre_prompt_message_count", b"pre_prompt_message_count", "token_budget", b"token_budget", "used_skills", b"used_skills"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -373,6 +380,7 @@ class CommitTurnRequest(_message.Message):
     IS_HEARTBEAT_FIELD_NUMBER: _builtins.int
     TOKEN_BUDGET_FIELD_NUMBER: _builtins.int
     MODEL_FIELD_NUMBER: _builtins.int
+    USED_SKILLS_FIELD_NUMBER: _builtins.int
     advancement_key: _builtins.str
     """The host's logical turn id. Retries carry the same key; a key already committed answers
     DUPLICATE and stores nothing. Required, at most 512 characters.
@@ -398,6 +406,10 @@ class CommitTurnRequest(_message.Message):
 
     @_builtins.property
     def terminal(self) -> _common_pb2.JsonValue: ...
+    @_builtins.property
+    def used_skills(self) -> _containers.RepeatedCompositeFieldContainer[_envelope_pb2.UsedSkill]:
+        """The skills the turn used, as the host reports them; kept with each skill."""
+
     def __init__(
         self,
         *,
@@ -409,10 +421,11 @@ class CommitTurnRequest(_message.Message):
         is_heartbeat: _builtins.bool = ...,
         token_budget: _builtins.int = ...,
         model: _builtins.str = ...,
+        used_skills: _abc.Iterable[_envelope_pb2.UsedSkill] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["admission", b"admission", "identity", b"identity", "terminal", b"terminal"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["admission", b"admission", "advancement_key", b"advancement_key", "identity", b"identity", "is_heartbeat", b"is_heartbeat", "messages", b"messages", "model", b"model", "terminal", b"terminal", "token_budget", b"token_budget"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["admission", b"admission", "advancement_key", b"advancement_key", "identity", b"identity", "is_heartbeat", b"is_heartbeat", "messages", b"messages", "model", b"model", "terminal", b"terminal", "token_budget", b"token_budget", "used_skills", b"used_skills"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -477,3 +490,84 @@ class CommitTurnResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___CommitTurnResponse: _TypeAlias = CommitTurnResponse  # noqa: Y015
+
+@_typing.final
+class SkillDefinition(_message.Message):
+    """One skill as the host knows it (an OpenClaw SKILL.md: front matter name + description, body)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    DESCRIPTION_FIELD_NUMBER: _builtins.int
+    BODY_FIELD_NUMBER: _builtins.int
+    URI_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """`[a-z0-9][a-z0-9_-]{0,63}` after lower-casing; unique per user."""
+    description: _builtins.str
+    """One line, at most 1024 characters."""
+    body: _builtins.str
+    """The instructions, at most 64 KiB."""
+    uri: _builtins.str
+    """Where the host reads it (SKILL.md path or URL); returned with the skill when injected."""
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        description: _builtins.str = ...,
+        body: _builtins.str = ...,
+        uri: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["body", b"body", "description", b"description", "name", b"name", "uri", b"uri"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SkillDefinition: _TypeAlias = SkillDefinition  # noqa: Y015
+
+@_typing.final
+class RegisterSkillsRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    IDENTITY_FIELD_NUMBER: _builtins.int
+    SKILLS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def identity(self) -> _common_pb2.Identity: ...
+    @_builtins.property
+    def skills(self) -> _containers.RepeatedCompositeFieldContainer[Global___SkillDefinition]: ...
+    def __init__(
+        self,
+        *,
+        identity: _common_pb2.Identity | None = ...,
+        skills: _abc.Iterable[Global___SkillDefinition] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["identity", b"identity"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["identity", b"identity", "skills", b"skills"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RegisterSkillsRequest: _TypeAlias = RegisterSkillsRequest  # noqa: Y015
+
+@_typing.final
+class RegisterSkillsResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STORED_COUNT_FIELD_NUMBER: _builtins.int
+    UNCHANGED_COUNT_FIELD_NUMBER: _builtins.int
+    stored_count: _builtins.int
+    """Skills written (new or changed); unchanged ones are skipped."""
+    unchanged_count: _builtins.int
+    def __init__(
+        self,
+        *,
+        stored_count: _builtins.int = ...,
+        unchanged_count: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["stored_count", b"stored_count", "unchanged_count", b"unchanged_count"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RegisterSkillsResponse: _TypeAlias = RegisterSkillsResponse  # noqa: Y015

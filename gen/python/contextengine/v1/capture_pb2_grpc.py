@@ -65,6 +65,11 @@ class CaptureServiceStub:
                 request_serializer=contextengine_dot_v1_dot_capture__pb2.CommitTurnRequest.SerializeToString,
                 response_deserializer=contextengine_dot_v1_dot_capture__pb2.CommitTurnResponse.FromString,
                 _registered_method=True)
+        self.RegisterSkills = channel.unary_unary(
+                '/contextengine.v1.CaptureService/RegisterSkills',
+                request_serializer=contextengine_dot_v1_dot_capture__pb2.RegisterSkillsRequest.SerializeToString,
+                response_deserializer=contextengine_dot_v1_dot_capture__pb2.RegisterSkillsResponse.FromString,
+                _registered_method=True)
 
 
 class CaptureServiceServicer:
@@ -114,6 +119,13 @@ class CaptureServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RegisterSkills(self, request, context):
+        """Store (or replace) the host's skills in the user's OpenViking skill space, indexed for recall.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_CaptureServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -146,6 +158,11 @@ def add_CaptureServiceServicer_to_server(servicer, server):
                     servicer.CommitTurn,
                     request_deserializer=contextengine_dot_v1_dot_capture__pb2.CommitTurnRequest.FromString,
                     response_serializer=contextengine_dot_v1_dot_capture__pb2.CommitTurnResponse.SerializeToString,
+            ),
+            'RegisterSkills': grpc.unary_unary_rpc_method_handler(
+                    servicer.RegisterSkills,
+                    request_deserializer=contextengine_dot_v1_dot_capture__pb2.RegisterSkillsRequest.FromString,
+                    response_serializer=contextengine_dot_v1_dot_capture__pb2.RegisterSkillsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -311,6 +328,33 @@ class CaptureService:
             '/contextengine.v1.CaptureService/CommitTurn',
             contextengine_dot_v1_dot_capture__pb2.CommitTurnRequest.SerializeToString,
             contextengine_dot_v1_dot_capture__pb2.CommitTurnResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RegisterSkills(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/contextengine.v1.CaptureService/RegisterSkills',
+            contextengine_dot_v1_dot_capture__pb2.RegisterSkillsRequest.SerializeToString,
+            contextengine_dot_v1_dot_capture__pb2.RegisterSkillsResponse.FromString,
             options,
             channel_credentials,
             insecure,

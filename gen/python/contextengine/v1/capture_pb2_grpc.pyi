@@ -47,6 +47,8 @@ class CaptureServiceStub:
     """Persist one fenced turn (hosts with turn fencing, e.g. OpenClaw commitTurn): atomic (all of
     the turn's messages or none) and idempotent per advancement key (a replay answers DUPLICATE).
     """
+    RegisterSkills: _grpc.UnaryUnaryMultiCallable[_capture_pb2.RegisterSkillsRequest, _capture_pb2.RegisterSkillsResponse]
+    """Store (or replace) the host's skills in the user's OpenViking skill space, indexed for recall."""
 
 @_typing.type_check_only
 class CaptureServiceAsyncStub(CaptureServiceStub):
@@ -67,6 +69,8 @@ class CaptureServiceAsyncStub(CaptureServiceStub):
     """Persist one fenced turn (hosts with turn fencing, e.g. OpenClaw commitTurn): atomic (all of
     the turn's messages or none) and idempotent per advancement key (a replay answers DUPLICATE).
     """
+    RegisterSkills: _aio.UnaryUnaryMultiCallable[_capture_pb2.RegisterSkillsRequest, _capture_pb2.RegisterSkillsResponse]  # type: ignore[assignment]
+    """Store (or replace) the host's skills in the user's OpenViking skill space, indexed for recall."""
 
 class CaptureServiceServicer(metaclass=_abc_1.ABCMeta):
     """Writes: lossless turn persistence, engine session state, compaction triggers, explicit memories."""
@@ -120,5 +124,13 @@ class CaptureServiceServicer(metaclass=_abc_1.ABCMeta):
         """Persist one fenced turn (hosts with turn fencing, e.g. OpenClaw commitTurn): atomic (all of
         the turn's messages or none) and idempotent per advancement key (a replay answers DUPLICATE).
         """
+
+    @_abc_1.abstractmethod
+    def RegisterSkills(
+        self,
+        request: _capture_pb2.RegisterSkillsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_capture_pb2.RegisterSkillsResponse, _abc.Awaitable[_capture_pb2.RegisterSkillsResponse]]:
+        """Store (or replace) the host's skills in the user's OpenViking skill space, indexed for recall."""
 
 def add_CaptureServiceServicer_to_server(servicer: CaptureServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -39,6 +39,32 @@ MEMORY_SCOPE_USER: MemoryScope.ValueType  # 1
 MEMORY_SCOPE_AGENT: MemoryScope.ValueType  # 2
 Global___MemoryScope: _TypeAlias = MemoryScope  # noqa: Y015
 
+class _RecallSource:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _RecallSourceEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_RecallSource.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    RECALL_SOURCE_UNSPECIFIED: _RecallSource.ValueType  # 0
+    RECALL_SOURCE_MEMORIES: _RecallSource.ValueType  # 1
+    RECALL_SOURCE_EXCHANGES: _RecallSource.ValueType  # 2
+    RECALL_SOURCE_SUMMARIES: _RecallSource.ValueType  # 3
+    RECALL_SOURCE_SKILLS: _RecallSource.ValueType  # 4
+    RECALL_SOURCE_TOOLS: _RecallSource.ValueType  # 5
+    RECALL_SOURCE_DIRECTORY: _RecallSource.ValueType  # 6
+
+class RecallSource(_RecallSource, metaclass=_RecallSourceEnumTypeWrapper):
+    """A source recall can read (design Phase 3, recall intent)."""
+
+RECALL_SOURCE_UNSPECIFIED: RecallSource.ValueType  # 0
+RECALL_SOURCE_MEMORIES: RecallSource.ValueType  # 1
+RECALL_SOURCE_EXCHANGES: RecallSource.ValueType  # 2
+RECALL_SOURCE_SUMMARIES: RecallSource.ValueType  # 3
+RECALL_SOURCE_SKILLS: RecallSource.ValueType  # 4
+RECALL_SOURCE_TOOLS: RecallSource.ValueType  # 5
+RECALL_SOURCE_DIRECTORY: RecallSource.ValueType  # 6
+Global___RecallSource: _TypeAlias = RecallSource  # noqa: Y015
+
 @_typing.final
 class RecalledMemory(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
@@ -138,6 +164,9 @@ class TokenAccounting(_message.Message):
     RECALLED_MEMORIES_CUT_FIELD_NUMBER: _builtins.int
     SUMMARIES_CUT_FIELD_NUMBER: _builtins.int
     OVER_BUDGET_FIELD_NUMBER: _builtins.int
+    SKILLS_FIELD_NUMBER: _builtins.int
+    TOOLS_FIELD_NUMBER: _builtins.int
+    DIRECTORY_FIELD_NUMBER: _builtins.int
     budget: _builtins.int
     used: _builtins.int
     profile: _builtins.int
@@ -148,6 +177,10 @@ class TokenAccounting(_message.Message):
     summaries_cut: _builtins.int
     over_budget: _builtins.bool
     """True when the newest raw turns alone exceed the budget (they are never cut)."""
+    skills: _builtins.int
+    """Tokens of the skill, tool-experience and directory sections (inside `used`)."""
+    tools: _builtins.int
+    directory: _builtins.int
     def __init__(
         self,
         *,
@@ -160,14 +193,169 @@ class TokenAccounting(_message.Message):
         recalled_memories_cut: _builtins.int = ...,
         summaries_cut: _builtins.int = ...,
         over_budget: _builtins.bool = ...,
+        skills: _builtins.int = ...,
+        tools: _builtins.int = ...,
+        directory: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["budget", b"budget", "over_budget", b"over_budget", "profile", b"profile", "raw_turns", b"raw_turns", "recall", b"recall", "recalled_memories_cut", b"recalled_memories_cut", "summaries", b"summaries", "summaries_cut", b"summaries_cut", "used", b"used"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["budget", b"budget", "directory", b"directory", "over_budget", b"over_budget", "profile", b"profile", "raw_turns", b"raw_turns", "recall", b"recall", "recalled_memories_cut", b"recalled_memories_cut", "skills", b"skills", "summaries", b"summaries", "summaries_cut", b"summaries_cut", "tools", b"tools", "used", b"used"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___TokenAccounting: _TypeAlias = TokenAccounting  # noqa: Y015
+
+@_typing.final
+class RecallIntent(_message.Message):
+    """What the LLM-free intent stage decided before retrieval."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RECALL_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    SOURCES_FIELD_NUMBER: _builtins.int
+    QUERY_FIELD_NUMBER: _builtins.int
+    DATES_FIELD_NUMBER: _builtins.int
+    NAMES_FIELD_NUMBER: _builtins.int
+    recall: _builtins.bool
+    """False: no memory, exchange, skill or directory recall for this prompt."""
+    reason: _builtins.str
+    """Why recall is skipped (greeting, follow_up, empty, ...); empty when it runs."""
+    query: _builtins.str
+    @_builtins.property
+    def sources(self) -> _containers.RepeatedScalarFieldContainer[Global___RecallSource.ValueType]:
+        """The sources read for this call."""
+
+    @_builtins.property
+    def dates(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Date expressions and names pulled out of the prompt, as written."""
+
+    @_builtins.property
+    def names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def __init__(
+        self,
+        *,
+        recall: _builtins.bool = ...,
+        reason: _builtins.str = ...,
+        sources: _abc.Iterable[Global___RecallSource.ValueType] | None = ...,
+        query: _builtins.str = ...,
+        dates: _abc.Iterable[_builtins.str] | None = ...,
+        names: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["dates", b"dates", "names", b"names", "query", b"query", "reason", b"reason", "recall", b"recall", "sources", b"sources"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RecallIntent: _TypeAlias = RecallIntent  # noqa: Y015
+
+@_typing.final
+class InjectedSkill(_message.Message):
+    """A registered skill put in front of the model."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    DESCRIPTION_FIELD_NUMBER: _builtins.int
+    URI_FIELD_NUMBER: _builtins.int
+    BODY_INCLUDED_FIELD_NUMBER: _builtins.int
+    FAILURE_NOTE_FIELD_NUMBER: _builtins.int
+    SCORE_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    description: _builtins.str
+    """One line."""
+    uri: _builtins.str
+    """Where the host reads the skill (its SKILL.md), as registered."""
+    body_included: _builtins.bool
+    """True when the skill's body is in the context too."""
+    failure_note: _builtins.str
+    """Set when the skill failed recently for a similar input ("failed 2 of the last 3 uses ...")."""
+    score: _builtins.float
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        description: _builtins.str = ...,
+        uri: _builtins.str = ...,
+        body_included: _builtins.bool = ...,
+        failure_note: _builtins.str = ...,
+        score: _builtins.float = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["body_included", b"body_included", "description", b"description", "failure_note", b"failure_note", "name", b"name", "score", b"score", "uri", b"uri"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___InjectedSkill: _TypeAlias = InjectedSkill  # noqa: Y015
+
+@_typing.final
+class ToolExperience(_message.Message):
+    """What the engine learned about one tool from this user's own calls."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOOL_NAME_FIELD_NUMBER: _builtins.int
+    ERROR_FIELD_NUMBER: _builtins.int
+    FAILING_ARGUMENTS_FIELD_NUMBER: _builtins.int
+    FIX_ARGUMENTS_FIELD_NUMBER: _builtins.int
+    FAILURES_FIELD_NUMBER: _builtins.int
+    SUCCESSES_FIELD_NUMBER: _builtins.int
+    tool_name: _builtins.str
+    error: _builtins.str
+    """The newest error the tool returned, shortened."""
+    failing_arguments: _builtins.str
+    """Argument shape of the failing call (keys and value types, never values)."""
+    fix_arguments: _builtins.str
+    """Argument shape of the call that worked after it, empty when none did yet."""
+    failures: _builtins.int
+    successes: _builtins.int
+    def __init__(
+        self,
+        *,
+        tool_name: _builtins.str = ...,
+        error: _builtins.str = ...,
+        failing_arguments: _builtins.str = ...,
+        fix_arguments: _builtins.str = ...,
+        failures: _builtins.int = ...,
+        successes: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["error", b"error", "failing_arguments", b"failing_arguments", "failures", b"failures", "fix_arguments", b"fix_arguments", "successes", b"successes", "tool_name", b"tool_name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ToolExperience: _TypeAlias = ToolExperience  # noqa: Y015
+
+@_typing.final
+class DirectoryEntry(_message.Message):
+    """One line of the directory listing of the user's OpenViking space."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    URI_FIELD_NUMBER: _builtins.int
+    KIND_FIELD_NUMBER: _builtins.int
+    ABSTRACT_FIELD_NUMBER: _builtins.int
+    uri: _builtins.str
+    kind: _builtins.str
+    """resources, memories/<category>, skills."""
+    abstract: _builtins.str
+    def __init__(
+        self,
+        *,
+        uri: _builtins.str = ...,
+        kind: _builtins.str = ...,
+        abstract: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["abstract", b"abstract", "kind", b"kind", "uri", b"uri"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DirectoryEntry: _TypeAlias = DirectoryEntry  # noqa: Y015
 
 @_typing.final
 class AssembledContextPacket(_message.Message):
@@ -186,6 +374,10 @@ class AssembledContextPacket(_message.Message):
     RECALL_SKIP_REASON_FIELD_NUMBER: _builtins.int
     DEGRADED_FIELD_NUMBER: _builtins.int
     DEGRADED_REASONS_FIELD_NUMBER: _builtins.int
+    RECALL_INTENT_FIELD_NUMBER: _builtins.int
+    SKILLS_FIELD_NUMBER: _builtins.int
+    TOOL_EXPERIENCE_FIELD_NUMBER: _builtins.int
+    DIRECTORY_FIELD_NUMBER: _builtins.int
     estimated_tokens: _builtins.int
     recall_query: _builtins.str
     recall_skip_reason: _builtins.str
@@ -206,6 +398,14 @@ class AssembledContextPacket(_message.Message):
     def tokens(self) -> Global___TokenAccounting: ...
     @_builtins.property
     def degraded_reasons(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def recall_intent(self) -> Global___RecallIntent: ...
+    @_builtins.property
+    def skills(self) -> _containers.RepeatedCompositeFieldContainer[Global___InjectedSkill]: ...
+    @_builtins.property
+    def tool_experience(self) -> _containers.RepeatedCompositeFieldContainer[Global___ToolExperience]: ...
+    @_builtins.property
+    def directory(self) -> _containers.RepeatedCompositeFieldContainer[Global___DirectoryEntry]: ...
     def __init__(
         self,
         *,
@@ -220,10 +420,14 @@ class AssembledContextPacket(_message.Message):
         recall_skip_reason: _builtins.str = ...,
         degraded: _builtins.bool = ...,
         degraded_reasons: _abc.Iterable[_builtins.str] | None = ...,
+        recall_intent: Global___RecallIntent | None = ...,
+        skills: _abc.Iterable[Global___InjectedSkill] | None = ...,
+        tool_experience: _abc.Iterable[Global___ToolExperience] | None = ...,
+        directory: _abc.Iterable[Global___DirectoryEntry] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["tokens", b"tokens"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["recall_intent", b"recall_intent", "tokens", b"tokens"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["compact_summaries", b"compact_summaries", "degraded", b"degraded", "degraded_reasons", b"degraded_reasons", "estimated_tokens", b"estimated_tokens", "injected_messages", b"injected_messages", "profile_blocks", b"profile_blocks", "recall_query", b"recall_query", "recall_skip_reason", b"recall_skip_reason", "recalled_memories", b"recalled_memories", "recent_raw_turns", b"recent_raw_turns", "tokens", b"tokens"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["compact_summaries", b"compact_summaries", "degraded", b"degraded", "degraded_reasons", b"degraded_reasons", "directory", b"directory", "estimated_tokens", b"estimated_tokens", "injected_messages", b"injected_messages", "profile_blocks", b"profile_blocks", "recall_intent", b"recall_intent", "recall_query", b"recall_query", "recall_skip_reason", b"recall_skip_reason", "recalled_memories", b"recalled_memories", "recent_raw_turns", b"recent_raw_turns", "skills", b"skills", "tokens", b"tokens", "tool_experience", b"tool_experience"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -25,6 +25,7 @@ import {
   compactionTriggerToJSON,
 } from "./checkpoint.js";
 import { ConversationMessage, Identity, JsonValue } from "./common.js";
+import { UsedSkill } from "./envelope.js";
 import { MemoryScope, memoryScopeFromJSON, memoryScopeToJSON, RecalledMemory } from "./packet.js";
 
 export const protobufPackage = "contextengine.v1";
@@ -87,6 +88,8 @@ export interface AfterTurnRequest {
   autoCompactionSummary: string;
   /** Model name, to pick the tokenizer. */
   model: string;
+  /** The skills the turn used, as the host reports them; kept with each skill. */
+  usedSkills: UsedSkill[];
 }
 
 export interface AfterTurnResponse {
@@ -201,6 +204,8 @@ export interface CommitTurnRequest {
   tokenBudget: number;
   /** Model name, to pick the tokenizer. */
   model: string;
+  /** The skills the turn used, as the host reports them; kept with each skill. */
+  usedSkills: UsedSkill[];
 }
 
 export interface CommitTurnResponse {
@@ -229,6 +234,29 @@ export interface CommitTurnResponse {
   captureWorthy: boolean;
 }
 
+/** One skill as the host knows it (an OpenClaw SKILL.md: front matter name + description, body). */
+export interface SkillDefinition {
+  /** `[a-z0-9][a-z0-9_-]{0,63}` after lower-casing; unique per user. */
+  name: string;
+  /** One line, at most 1024 characters. */
+  description: string;
+  /** The instructions, at most 64 KiB. */
+  body: string;
+  /** Where the host reads it (SKILL.md path or URL); returned with the skill when injected. */
+  uri: string;
+}
+
+export interface RegisterSkillsRequest {
+  identity: Identity | undefined;
+  skills: SkillDefinition[];
+}
+
+export interface RegisterSkillsResponse {
+  /** Skills written (new or changed); unchanged ones are skipped. */
+  storedCount: number;
+  unchangedCount: number;
+}
+
 function createBaseAfterTurnRequest(): AfterTurnRequest {
   return {
     identity: undefined,
@@ -238,6 +266,7 @@ function createBaseAfterTurnRequest(): AfterTurnRequest {
     isHeartbeat: false,
     autoCompactionSummary: "",
     model: "",
+    usedSkills: [],
   };
 }
 
@@ -263,6 +292,9 @@ export const AfterTurnRequest: MessageFns<AfterTurnRequest> = {
     }
     if (message.model !== "") {
       writer.uint32(58).string(message.model);
+    }
+    for (const v of message.usedSkills) {
+      UsedSkill.encode(v!, writer.uint32(66).fork()).join();
     }
     return writer;
   },
@@ -336,6 +368,14 @@ export const AfterTurnRequest: MessageFns<AfterTurnRequest> = {
             message.model = reader.string();
             continue;
           }
+          case 8: {
+            if (tag !== 66) {
+              break;
+            }
+
+            message.usedSkills.push(UsedSkill.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -375,6 +415,11 @@ export const AfterTurnRequest: MessageFns<AfterTurnRequest> = {
         ? globalThis.String(object.auto_compaction_summary)
         : "",
       model: isSet(object.model) ? globalThis.String(object.model) : "",
+      usedSkills: globalThis.Array.isArray(object?.usedSkills)
+        ? object.usedSkills.map((e: any) => UsedSkill.fromJSON(e))
+        : globalThis.Array.isArray(object?.used_skills)
+        ? object.used_skills.map((e: any) => UsedSkill.fromJSON(e))
+        : [],
     };
   },
 
@@ -401,6 +446,9 @@ export const AfterTurnRequest: MessageFns<AfterTurnRequest> = {
     if (message.model !== "") {
       obj.model = message.model;
     }
+    if (message.usedSkills?.length) {
+      obj.usedSkills = message.usedSkills.map((e) => UsedSkill.toJSON(e));
+    }
     return obj;
   },
 
@@ -418,6 +466,7 @@ export const AfterTurnRequest: MessageFns<AfterTurnRequest> = {
     message.isHeartbeat = object.isHeartbeat ?? false;
     message.autoCompactionSummary = object.autoCompactionSummary ?? "";
     message.model = object.model ?? "";
+    message.usedSkills = object.usedSkills?.map((e) => UsedSkill.fromPartial(e)) || [];
     return message;
   },
 };
@@ -1496,6 +1545,7 @@ function createBaseCommitTurnRequest(): CommitTurnRequest {
     isHeartbeat: false,
     tokenBudget: 0,
     model: "",
+    usedSkills: [],
   };
 }
 
@@ -1524,6 +1574,9 @@ export const CommitTurnRequest: MessageFns<CommitTurnRequest> = {
     }
     if (message.model !== "") {
       writer.uint32(66).string(message.model);
+    }
+    for (const v of message.usedSkills) {
+      UsedSkill.encode(v!, writer.uint32(74).fork()).join();
     }
     return writer;
   },
@@ -1605,6 +1658,14 @@ export const CommitTurnRequest: MessageFns<CommitTurnRequest> = {
             message.model = reader.string();
             continue;
           }
+          case 9: {
+            if (tag !== 74) {
+              break;
+            }
+
+            message.usedSkills.push(UsedSkill.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1641,6 +1702,11 @@ export const CommitTurnRequest: MessageFns<CommitTurnRequest> = {
         ? globalThis.Number(object.token_budget)
         : 0,
       model: isSet(object.model) ? globalThis.String(object.model) : "",
+      usedSkills: globalThis.Array.isArray(object?.usedSkills)
+        ? object.usedSkills.map((e: any) => UsedSkill.fromJSON(e))
+        : globalThis.Array.isArray(object?.used_skills)
+        ? object.used_skills.map((e: any) => UsedSkill.fromJSON(e))
+        : [],
     };
   },
 
@@ -1670,6 +1736,9 @@ export const CommitTurnRequest: MessageFns<CommitTurnRequest> = {
     if (message.model !== "") {
       obj.model = message.model;
     }
+    if (message.usedSkills?.length) {
+      obj.usedSkills = message.usedSkills.map((e) => UsedSkill.toJSON(e));
+    }
     return obj;
   },
 
@@ -1692,6 +1761,7 @@ export const CommitTurnRequest: MessageFns<CommitTurnRequest> = {
     message.isHeartbeat = object.isHeartbeat ?? false;
     message.tokenBudget = object.tokenBudget ?? 0;
     message.model = object.model ?? "";
+    message.usedSkills = object.usedSkills?.map((e) => UsedSkill.fromPartial(e)) || [];
     return message;
   },
 };
@@ -1977,6 +2047,305 @@ export const CommitTurnResponse: MessageFns<CommitTurnResponse> = {
   },
 };
 
+function createBaseSkillDefinition(): SkillDefinition {
+  return { name: "", description: "", body: "", uri: "" };
+}
+
+export const SkillDefinition: MessageFns<SkillDefinition> = {
+  encode(message: SkillDefinition, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.description !== "") {
+      writer.uint32(18).string(message.description);
+    }
+    if (message.body !== "") {
+      writer.uint32(26).string(message.body);
+    }
+    if (message.uri !== "") {
+      writer.uint32(34).string(message.uri);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): SkillDefinition {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseSkillDefinition();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.description = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.body = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.uri = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): SkillDefinition {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      description: isSet(object.description) ? globalThis.String(object.description) : "",
+      body: isSet(object.body) ? globalThis.String(object.body) : "",
+      uri: isSet(object.uri) ? globalThis.String(object.uri) : "",
+    };
+  },
+
+  toJSON(message: SkillDefinition): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.description !== "") {
+      obj.description = message.description;
+    }
+    if (message.body !== "") {
+      obj.body = message.body;
+    }
+    if (message.uri !== "") {
+      obj.uri = message.uri;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<SkillDefinition>, I>>(base?: I): SkillDefinition {
+    return SkillDefinition.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<SkillDefinition>, I>>(object: I): SkillDefinition {
+    const message = createBaseSkillDefinition();
+    message.name = object.name ?? "";
+    message.description = object.description ?? "";
+    message.body = object.body ?? "";
+    message.uri = object.uri ?? "";
+    return message;
+  },
+};
+
+function createBaseRegisterSkillsRequest(): RegisterSkillsRequest {
+  return { identity: undefined, skills: [] };
+}
+
+export const RegisterSkillsRequest: MessageFns<RegisterSkillsRequest> = {
+  encode(message: RegisterSkillsRequest, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.identity !== undefined) {
+      Identity.encode(message.identity, writer.uint32(10).fork()).join();
+    }
+    for (const v of message.skills) {
+      SkillDefinition.encode(v!, writer.uint32(18).fork()).join();
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RegisterSkillsRequest {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRegisterSkillsRequest();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.identity = Identity.decode(reader, reader.uint32());
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.skills.push(SkillDefinition.decode(reader, reader.uint32()));
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RegisterSkillsRequest {
+    return {
+      identity: isSet(object.identity) ? Identity.fromJSON(object.identity) : undefined,
+      skills: globalThis.Array.isArray(object?.skills)
+        ? object.skills.map((e: any) => SkillDefinition.fromJSON(e))
+        : [],
+    };
+  },
+
+  toJSON(message: RegisterSkillsRequest): unknown {
+    const obj: any = {};
+    if (message.identity !== undefined) {
+      obj.identity = Identity.toJSON(message.identity);
+    }
+    if (message.skills?.length) {
+      obj.skills = message.skills.map((e) => SkillDefinition.toJSON(e));
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RegisterSkillsRequest>, I>>(base?: I): RegisterSkillsRequest {
+    return RegisterSkillsRequest.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RegisterSkillsRequest>, I>>(object: I): RegisterSkillsRequest {
+    const message = createBaseRegisterSkillsRequest();
+    message.identity = (object.identity !== undefined && object.identity !== null)
+      ? Identity.fromPartial(object.identity)
+      : undefined;
+    message.skills = object.skills?.map((e) => SkillDefinition.fromPartial(e)) || [];
+    return message;
+  },
+};
+
+function createBaseRegisterSkillsResponse(): RegisterSkillsResponse {
+  return { storedCount: 0, unchangedCount: 0 };
+}
+
+export const RegisterSkillsResponse: MessageFns<RegisterSkillsResponse> = {
+  encode(message: RegisterSkillsResponse, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.storedCount !== 0) {
+      writer.uint32(8).int32(message.storedCount);
+    }
+    if (message.unchangedCount !== 0) {
+      writer.uint32(16).int32(message.unchangedCount);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RegisterSkillsResponse {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRegisterSkillsResponse();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.storedCount = reader.int32();
+            continue;
+          }
+          case 2: {
+            if (tag !== 16) {
+              break;
+            }
+
+            message.unchangedCount = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RegisterSkillsResponse {
+    return {
+      storedCount: isSet(object.storedCount)
+        ? globalThis.Number(object.storedCount)
+        : isSet(object.stored_count)
+        ? globalThis.Number(object.stored_count)
+        : 0,
+      unchangedCount: isSet(object.unchangedCount)
+        ? globalThis.Number(object.unchangedCount)
+        : isSet(object.unchanged_count)
+        ? globalThis.Number(object.unchanged_count)
+        : 0,
+    };
+  },
+
+  toJSON(message: RegisterSkillsResponse): unknown {
+    const obj: any = {};
+    if (message.storedCount !== 0) {
+      obj.storedCount = Math.round(message.storedCount);
+    }
+    if (message.unchangedCount !== 0) {
+      obj.unchangedCount = Math.round(message.unchangedCount);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RegisterSkillsResponse>, I>>(base?: I): RegisterSkillsResponse {
+    return RegisterSkillsResponse.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RegisterSkillsResponse>, I>>(object: I): RegisterSkillsResponse {
+    const message = createBaseRegisterSkillsResponse();
+    message.storedCount = object.storedCount ?? 0;
+    message.unchangedCount = object.unchangedCount ?? 0;
+    return message;
+  },
+};
+
 /** Writes: lossless turn persistence, engine session state, compaction triggers, explicit memories. */
 export type CaptureServiceService = typeof CaptureServiceService;
 export const CaptureServiceService = {
@@ -2045,6 +2414,18 @@ export const CaptureServiceService = {
     responseSerialize: (value: CommitTurnResponse): Buffer => Buffer.from(CommitTurnResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): CommitTurnResponse => CommitTurnResponse.decode(value),
   },
+  /** Store (or replace) the host's skills in the user's OpenViking skill space, indexed for recall. */
+  registerSkills: {
+    path: "/contextengine.v1.CaptureService/RegisterSkills" as const,
+    requestStream: false as const,
+    responseStream: false as const,
+    requestSerialize: (value: RegisterSkillsRequest): Buffer =>
+      Buffer.from(RegisterSkillsRequest.encode(value).finish()),
+    requestDeserialize: (value: Buffer): RegisterSkillsRequest => RegisterSkillsRequest.decode(value),
+    responseSerialize: (value: RegisterSkillsResponse): Buffer =>
+      Buffer.from(RegisterSkillsResponse.encode(value).finish()),
+    responseDeserialize: (value: Buffer): RegisterSkillsResponse => RegisterSkillsResponse.decode(value),
+  },
 } as const;
 
 export interface CaptureServiceServer extends UntypedServiceImplementation {
@@ -2063,6 +2444,8 @@ export interface CaptureServiceServer extends UntypedServiceImplementation {
    * the turn's messages or none) and idempotent per advancement key (a replay answers DUPLICATE).
    */
   commitTurn: handleUnaryCall<CommitTurnRequest, CommitTurnResponse>;
+  /** Store (or replace) the host's skills in the user's OpenViking skill space, indexed for recall. */
+  registerSkills: handleUnaryCall<RegisterSkillsRequest, RegisterSkillsResponse>;
 }
 
 export interface CaptureServiceClient extends Client {
@@ -2164,6 +2547,22 @@ export interface CaptureServiceClient extends Client {
     metadata: Metadata,
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: CommitTurnResponse) => void,
+  ): ClientUnaryCall;
+  /** Store (or replace) the host's skills in the user's OpenViking skill space, indexed for recall. */
+  registerSkills(
+    request: RegisterSkillsRequest,
+    callback: (error: ServiceError | null, response: RegisterSkillsResponse) => void,
+  ): ClientUnaryCall;
+  registerSkills(
+    request: RegisterSkillsRequest,
+    metadata: Metadata,
+    callback: (error: ServiceError | null, response: RegisterSkillsResponse) => void,
+  ): ClientUnaryCall;
+  registerSkills(
+    request: RegisterSkillsRequest,
+    metadata: Metadata,
+    options: Partial<CallOptions>,
+    callback: (error: ServiceError | null, response: RegisterSkillsResponse) => void,
   ): ClientUnaryCall;
 }
 

@@ -53,6 +53,70 @@ export function memoryScopeToJSON(object: MemoryScope): string {
   }
 }
 
+/** A source recall can read (design Phase 3, recall intent). */
+export enum RecallSource {
+  RECALL_SOURCE_UNSPECIFIED = 0,
+  RECALL_SOURCE_MEMORIES = 1,
+  RECALL_SOURCE_EXCHANGES = 2,
+  RECALL_SOURCE_SUMMARIES = 3,
+  RECALL_SOURCE_SKILLS = 4,
+  RECALL_SOURCE_TOOLS = 5,
+  RECALL_SOURCE_DIRECTORY = 6,
+  UNRECOGNIZED = -1,
+}
+
+export function recallSourceFromJSON(object: any): RecallSource {
+  switch (object) {
+    case 0:
+    case "RECALL_SOURCE_UNSPECIFIED":
+      return RecallSource.RECALL_SOURCE_UNSPECIFIED;
+    case 1:
+    case "RECALL_SOURCE_MEMORIES":
+      return RecallSource.RECALL_SOURCE_MEMORIES;
+    case 2:
+    case "RECALL_SOURCE_EXCHANGES":
+      return RecallSource.RECALL_SOURCE_EXCHANGES;
+    case 3:
+    case "RECALL_SOURCE_SUMMARIES":
+      return RecallSource.RECALL_SOURCE_SUMMARIES;
+    case 4:
+    case "RECALL_SOURCE_SKILLS":
+      return RecallSource.RECALL_SOURCE_SKILLS;
+    case 5:
+    case "RECALL_SOURCE_TOOLS":
+      return RecallSource.RECALL_SOURCE_TOOLS;
+    case 6:
+    case "RECALL_SOURCE_DIRECTORY":
+      return RecallSource.RECALL_SOURCE_DIRECTORY;
+    case -1:
+    case "UNRECOGNIZED":
+    default:
+      return RecallSource.UNRECOGNIZED;
+  }
+}
+
+export function recallSourceToJSON(object: RecallSource): string {
+  switch (object) {
+    case RecallSource.RECALL_SOURCE_UNSPECIFIED:
+      return "RECALL_SOURCE_UNSPECIFIED";
+    case RecallSource.RECALL_SOURCE_MEMORIES:
+      return "RECALL_SOURCE_MEMORIES";
+    case RecallSource.RECALL_SOURCE_EXCHANGES:
+      return "RECALL_SOURCE_EXCHANGES";
+    case RecallSource.RECALL_SOURCE_SUMMARIES:
+      return "RECALL_SOURCE_SUMMARIES";
+    case RecallSource.RECALL_SOURCE_SKILLS:
+      return "RECALL_SOURCE_SKILLS";
+    case RecallSource.RECALL_SOURCE_TOOLS:
+      return "RECALL_SOURCE_TOOLS";
+    case RecallSource.RECALL_SOURCE_DIRECTORY:
+      return "RECALL_SOURCE_DIRECTORY";
+    case RecallSource.UNRECOGNIZED:
+    default:
+      return "UNRECOGNIZED";
+  }
+}
+
 export interface RecalledMemory {
   query: string;
   uri: string;
@@ -93,6 +157,59 @@ export interface TokenAccounting {
   summariesCut: number;
   /** True when the newest raw turns alone exceed the budget (they are never cut). */
   overBudget: boolean;
+  /** Tokens of the skill, tool-experience and directory sections (inside `used`). */
+  skills: number;
+  tools: number;
+  directory: number;
+}
+
+/** What the LLM-free intent stage decided before retrieval. */
+export interface RecallIntent {
+  /** False: no memory, exchange, skill or directory recall for this prompt. */
+  recall: boolean;
+  /** Why recall is skipped (greeting, follow_up, empty, ...); empty when it runs. */
+  reason: string;
+  /** The sources read for this call. */
+  sources: RecallSource[];
+  query: string;
+  /** Date expressions and names pulled out of the prompt, as written. */
+  dates: string[];
+  names: string[];
+}
+
+/** A registered skill put in front of the model. */
+export interface InjectedSkill {
+  name: string;
+  /** One line. */
+  description: string;
+  /** Where the host reads the skill (its SKILL.md), as registered. */
+  uri: string;
+  /** True when the skill's body is in the context too. */
+  bodyIncluded: boolean;
+  /** Set when the skill failed recently for a similar input ("failed 2 of the last 3 uses ..."). */
+  failureNote: string;
+  score: number;
+}
+
+/** What the engine learned about one tool from this user's own calls. */
+export interface ToolExperience {
+  toolName: string;
+  /** The newest error the tool returned, shortened. */
+  error: string;
+  /** Argument shape of the failing call (keys and value types, never values). */
+  failingArguments: string;
+  /** Argument shape of the call that worked after it, empty when none did yet. */
+  fixArguments: string;
+  failures: number;
+  successes: number;
+}
+
+/** One line of the directory listing of the user's OpenViking space. */
+export interface DirectoryEntry {
+  uri: string;
+  /** resources, memories/<category>, skills. */
+  kind: string;
+  abstract: string;
 }
 
 /** What assemble chose and why (design §5.2). */
@@ -110,6 +227,10 @@ export interface AssembledContextPacket {
   /** True when a backend problem reduced what could be assembled. */
   degraded: boolean;
   degradedReasons: string[];
+  recallIntent: RecallIntent | undefined;
+  skills: InjectedSkill[];
+  toolExperience: ToolExperience[];
+  directory: DirectoryEntry[];
 }
 
 function createBaseRecalledMemory(): RecalledMemory {
@@ -496,6 +617,9 @@ function createBaseTokenAccounting(): TokenAccounting {
     recalledMemoriesCut: 0,
     summariesCut: 0,
     overBudget: false,
+    skills: 0,
+    tools: 0,
+    directory: 0,
   };
 }
 
@@ -527,6 +651,15 @@ export const TokenAccounting: MessageFns<TokenAccounting> = {
     }
     if (message.overBudget !== false) {
       writer.uint32(72).bool(message.overBudget);
+    }
+    if (message.skills !== 0) {
+      writer.uint32(80).int64(message.skills);
+    }
+    if (message.tools !== 0) {
+      writer.uint32(88).int64(message.tools);
+    }
+    if (message.directory !== 0) {
+      writer.uint32(96).int64(message.directory);
     }
     return writer;
   },
@@ -616,6 +749,30 @@ export const TokenAccounting: MessageFns<TokenAccounting> = {
             message.overBudget = reader.bool();
             continue;
           }
+          case 10: {
+            if (tag !== 80) {
+              break;
+            }
+
+            message.skills = longToNumber(reader.int64());
+            continue;
+          }
+          case 11: {
+            if (tag !== 88) {
+              break;
+            }
+
+            message.tools = longToNumber(reader.int64());
+            continue;
+          }
+          case 12: {
+            if (tag !== 96) {
+              break;
+            }
+
+            message.directory = longToNumber(reader.int64());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -655,6 +812,9 @@ export const TokenAccounting: MessageFns<TokenAccounting> = {
         : isSet(object.over_budget)
         ? globalThis.Boolean(object.over_budget)
         : false,
+      skills: isSet(object.skills) ? globalThis.Number(object.skills) : 0,
+      tools: isSet(object.tools) ? globalThis.Number(object.tools) : 0,
+      directory: isSet(object.directory) ? globalThis.Number(object.directory) : 0,
     };
   },
 
@@ -687,6 +847,15 @@ export const TokenAccounting: MessageFns<TokenAccounting> = {
     if (message.overBudget !== false) {
       obj.overBudget = message.overBudget;
     }
+    if (message.skills !== 0) {
+      obj.skills = Math.round(message.skills);
+    }
+    if (message.tools !== 0) {
+      obj.tools = Math.round(message.tools);
+    }
+    if (message.directory !== 0) {
+      obj.directory = Math.round(message.directory);
+    }
     return obj;
   },
 
@@ -704,6 +873,591 @@ export const TokenAccounting: MessageFns<TokenAccounting> = {
     message.recalledMemoriesCut = object.recalledMemoriesCut ?? 0;
     message.summariesCut = object.summariesCut ?? 0;
     message.overBudget = object.overBudget ?? false;
+    message.skills = object.skills ?? 0;
+    message.tools = object.tools ?? 0;
+    message.directory = object.directory ?? 0;
+    return message;
+  },
+};
+
+function createBaseRecallIntent(): RecallIntent {
+  return { recall: false, reason: "", sources: [], query: "", dates: [], names: [] };
+}
+
+export const RecallIntent: MessageFns<RecallIntent> = {
+  encode(message: RecallIntent, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.recall !== false) {
+      writer.uint32(8).bool(message.recall);
+    }
+    if (message.reason !== "") {
+      writer.uint32(18).string(message.reason);
+    }
+    if (message.sources.length !== 0) {
+      writer.uint32(26).fork();
+      for (const v of message.sources) {
+        writer.int32(v);
+      }
+      writer.join();
+    }
+    if (message.query !== "") {
+      writer.uint32(34).string(message.query);
+    }
+    for (const v of message.dates) {
+      writer.uint32(42).string(v!);
+    }
+    for (const v of message.names) {
+      writer.uint32(50).string(v!);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): RecallIntent {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseRecallIntent();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 8) {
+              break;
+            }
+
+            message.recall = reader.bool();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.reason = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag === 24) {
+              message.sources.push(reader.int32() as any);
+
+              continue;
+            }
+
+            if (tag === 26) {
+              const end2 = reader.uint32() + reader.pos;
+              while (reader.pos < end2) {
+                message.sources.push(reader.int32() as any);
+              }
+
+              continue;
+            }
+
+            break;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.query = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.dates.push(reader.string());
+            continue;
+          }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.names.push(reader.string());
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): RecallIntent {
+    return {
+      recall: isSet(object.recall) ? globalThis.Boolean(object.recall) : false,
+      reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+      sources: globalThis.Array.isArray(object?.sources) ? object.sources.map((e: any) => recallSourceFromJSON(e)) : [],
+      query: isSet(object.query) ? globalThis.String(object.query) : "",
+      dates: globalThis.Array.isArray(object?.dates) ? object.dates.map((e: any) => globalThis.String(e)) : [],
+      names: globalThis.Array.isArray(object?.names) ? object.names.map((e: any) => globalThis.String(e)) : [],
+    };
+  },
+
+  toJSON(message: RecallIntent): unknown {
+    const obj: any = {};
+    if (message.recall !== false) {
+      obj.recall = message.recall;
+    }
+    if (message.reason !== "") {
+      obj.reason = message.reason;
+    }
+    if (message.sources?.length) {
+      obj.sources = message.sources.map((e) => recallSourceToJSON(e));
+    }
+    if (message.query !== "") {
+      obj.query = message.query;
+    }
+    if (message.dates?.length) {
+      obj.dates = message.dates;
+    }
+    if (message.names?.length) {
+      obj.names = message.names;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<RecallIntent>, I>>(base?: I): RecallIntent {
+    return RecallIntent.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<RecallIntent>, I>>(object: I): RecallIntent {
+    const message = createBaseRecallIntent();
+    message.recall = object.recall ?? false;
+    message.reason = object.reason ?? "";
+    message.sources = object.sources?.map((e) => e) || [];
+    message.query = object.query ?? "";
+    message.dates = object.dates?.map((e) => e) || [];
+    message.names = object.names?.map((e) => e) || [];
+    return message;
+  },
+};
+
+function createBaseInjectedSkill(): InjectedSkill {
+  return { name: "", description: "", uri: "", bodyIncluded: false, failureNote: "", score: 0 };
+}
+
+export const InjectedSkill: MessageFns<InjectedSkill> = {
+  encode(message: InjectedSkill, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.name !== "") {
+      writer.uint32(10).string(message.name);
+    }
+    if (message.description !== "") {
+      writer.uint32(18).string(message.description);
+    }
+    if (message.uri !== "") {
+      writer.uint32(26).string(message.uri);
+    }
+    if (message.bodyIncluded !== false) {
+      writer.uint32(32).bool(message.bodyIncluded);
+    }
+    if (message.failureNote !== "") {
+      writer.uint32(42).string(message.failureNote);
+    }
+    if (message.score !== 0) {
+      writer.uint32(49).double(message.score);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): InjectedSkill {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseInjectedSkill();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.name = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.description = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.uri = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 32) {
+              break;
+            }
+
+            message.bodyIncluded = reader.bool();
+            continue;
+          }
+          case 5: {
+            if (tag !== 42) {
+              break;
+            }
+
+            message.failureNote = reader.string();
+            continue;
+          }
+          case 6: {
+            if (tag !== 49) {
+              break;
+            }
+
+            message.score = reader.double();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): InjectedSkill {
+    return {
+      name: isSet(object.name) ? globalThis.String(object.name) : "",
+      description: isSet(object.description) ? globalThis.String(object.description) : "",
+      uri: isSet(object.uri) ? globalThis.String(object.uri) : "",
+      bodyIncluded: isSet(object.bodyIncluded)
+        ? globalThis.Boolean(object.bodyIncluded)
+        : isSet(object.body_included)
+        ? globalThis.Boolean(object.body_included)
+        : false,
+      failureNote: isSet(object.failureNote)
+        ? globalThis.String(object.failureNote)
+        : isSet(object.failure_note)
+        ? globalThis.String(object.failure_note)
+        : "",
+      score: isSet(object.score) ? globalThis.Number(object.score) : 0,
+    };
+  },
+
+  toJSON(message: InjectedSkill): unknown {
+    const obj: any = {};
+    if (message.name !== "") {
+      obj.name = message.name;
+    }
+    if (message.description !== "") {
+      obj.description = message.description;
+    }
+    if (message.uri !== "") {
+      obj.uri = message.uri;
+    }
+    if (message.bodyIncluded !== false) {
+      obj.bodyIncluded = message.bodyIncluded;
+    }
+    if (message.failureNote !== "") {
+      obj.failureNote = message.failureNote;
+    }
+    if (message.score !== 0) {
+      obj.score = floatToJson(message.score);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<InjectedSkill>, I>>(base?: I): InjectedSkill {
+    return InjectedSkill.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<InjectedSkill>, I>>(object: I): InjectedSkill {
+    const message = createBaseInjectedSkill();
+    message.name = object.name ?? "";
+    message.description = object.description ?? "";
+    message.uri = object.uri ?? "";
+    message.bodyIncluded = object.bodyIncluded ?? false;
+    message.failureNote = object.failureNote ?? "";
+    message.score = object.score ?? 0;
+    return message;
+  },
+};
+
+function createBaseToolExperience(): ToolExperience {
+  return { toolName: "", error: "", failingArguments: "", fixArguments: "", failures: 0, successes: 0 };
+}
+
+export const ToolExperience: MessageFns<ToolExperience> = {
+  encode(message: ToolExperience, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.toolName !== "") {
+      writer.uint32(10).string(message.toolName);
+    }
+    if (message.error !== "") {
+      writer.uint32(18).string(message.error);
+    }
+    if (message.failingArguments !== "") {
+      writer.uint32(26).string(message.failingArguments);
+    }
+    if (message.fixArguments !== "") {
+      writer.uint32(34).string(message.fixArguments);
+    }
+    if (message.failures !== 0) {
+      writer.uint32(40).int32(message.failures);
+    }
+    if (message.successes !== 0) {
+      writer.uint32(48).int32(message.successes);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): ToolExperience {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseToolExperience();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.toolName = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.error = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.failingArguments = reader.string();
+            continue;
+          }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.fixArguments = reader.string();
+            continue;
+          }
+          case 5: {
+            if (tag !== 40) {
+              break;
+            }
+
+            message.failures = reader.int32();
+            continue;
+          }
+          case 6: {
+            if (tag !== 48) {
+              break;
+            }
+
+            message.successes = reader.int32();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): ToolExperience {
+    return {
+      toolName: isSet(object.toolName)
+        ? globalThis.String(object.toolName)
+        : isSet(object.tool_name)
+        ? globalThis.String(object.tool_name)
+        : "",
+      error: isSet(object.error) ? globalThis.String(object.error) : "",
+      failingArguments: isSet(object.failingArguments)
+        ? globalThis.String(object.failingArguments)
+        : isSet(object.failing_arguments)
+        ? globalThis.String(object.failing_arguments)
+        : "",
+      fixArguments: isSet(object.fixArguments)
+        ? globalThis.String(object.fixArguments)
+        : isSet(object.fix_arguments)
+        ? globalThis.String(object.fix_arguments)
+        : "",
+      failures: isSet(object.failures) ? globalThis.Number(object.failures) : 0,
+      successes: isSet(object.successes) ? globalThis.Number(object.successes) : 0,
+    };
+  },
+
+  toJSON(message: ToolExperience): unknown {
+    const obj: any = {};
+    if (message.toolName !== "") {
+      obj.toolName = message.toolName;
+    }
+    if (message.error !== "") {
+      obj.error = message.error;
+    }
+    if (message.failingArguments !== "") {
+      obj.failingArguments = message.failingArguments;
+    }
+    if (message.fixArguments !== "") {
+      obj.fixArguments = message.fixArguments;
+    }
+    if (message.failures !== 0) {
+      obj.failures = Math.round(message.failures);
+    }
+    if (message.successes !== 0) {
+      obj.successes = Math.round(message.successes);
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<ToolExperience>, I>>(base?: I): ToolExperience {
+    return ToolExperience.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<ToolExperience>, I>>(object: I): ToolExperience {
+    const message = createBaseToolExperience();
+    message.toolName = object.toolName ?? "";
+    message.error = object.error ?? "";
+    message.failingArguments = object.failingArguments ?? "";
+    message.fixArguments = object.fixArguments ?? "";
+    message.failures = object.failures ?? 0;
+    message.successes = object.successes ?? 0;
+    return message;
+  },
+};
+
+function createBaseDirectoryEntry(): DirectoryEntry {
+  return { uri: "", kind: "", abstract: "" };
+}
+
+export const DirectoryEntry: MessageFns<DirectoryEntry> = {
+  encode(message: DirectoryEntry, writer: BinaryWriter = new BinaryWriter()): BinaryWriter {
+    if (message.uri !== "") {
+      writer.uint32(10).string(message.uri);
+    }
+    if (message.kind !== "") {
+      writer.uint32(18).string(message.kind);
+    }
+    if (message.abstract !== "") {
+      writer.uint32(26).string(message.abstract);
+    }
+    return writer;
+  },
+
+  decode(input: BinaryReader | Uint8Array, length?: number): DirectoryEntry {
+    const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+    const previousRecursionDepth = (reader as any).__tsProtoDecodeDepth ?? 0;
+    if (previousRecursionDepth >= 100) {
+      throw new globalThis.Error("protobuf decode recursion limit exceeded");
+    }
+    (reader as any).__tsProtoDecodeDepth = previousRecursionDepth + 1;
+    try {
+      const end = length === undefined ? reader.len : reader.pos + length;
+      const message = createBaseDirectoryEntry();
+      while (reader.pos < end) {
+        const tag = reader.uint32();
+        switch (tag >>> 3) {
+          case 1: {
+            if (tag !== 10) {
+              break;
+            }
+
+            message.uri = reader.string();
+            continue;
+          }
+          case 2: {
+            if (tag !== 18) {
+              break;
+            }
+
+            message.kind = reader.string();
+            continue;
+          }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.abstract = reader.string();
+            continue;
+          }
+        }
+        if ((tag & 7) === 4 || tag === 0) {
+          break;
+        }
+        reader.skip(tag & 7);
+      }
+      return message;
+    } finally {
+      (reader as any).__tsProtoDecodeDepth = previousRecursionDepth;
+    }
+  },
+
+  fromJSON(object: any): DirectoryEntry {
+    return {
+      uri: isSet(object.uri) ? globalThis.String(object.uri) : "",
+      kind: isSet(object.kind) ? globalThis.String(object.kind) : "",
+      abstract: isSet(object.abstract) ? globalThis.String(object.abstract) : "",
+    };
+  },
+
+  toJSON(message: DirectoryEntry): unknown {
+    const obj: any = {};
+    if (message.uri !== "") {
+      obj.uri = message.uri;
+    }
+    if (message.kind !== "") {
+      obj.kind = message.kind;
+    }
+    if (message.abstract !== "") {
+      obj.abstract = message.abstract;
+    }
+    return obj;
+  },
+
+  create<I extends Exact<DeepPartial<DirectoryEntry>, I>>(base?: I): DirectoryEntry {
+    return DirectoryEntry.fromPartial(base ?? ({} as any));
+  },
+  fromPartial<I extends Exact<DeepPartial<DirectoryEntry>, I>>(object: I): DirectoryEntry {
+    const message = createBaseDirectoryEntry();
+    message.uri = object.uri ?? "";
+    message.kind = object.kind ?? "";
+    message.abstract = object.abstract ?? "";
     return message;
   },
 };
@@ -721,6 +1475,10 @@ function createBaseAssembledContextPacket(): AssembledContextPacket {
     recallSkipReason: "",
     degraded: false,
     degradedReasons: [],
+    recallIntent: undefined,
+    skills: [],
+    toolExperience: [],
+    directory: [],
   };
 }
 
@@ -758,6 +1516,18 @@ export const AssembledContextPacket: MessageFns<AssembledContextPacket> = {
     }
     for (const v of message.degradedReasons) {
       writer.uint32(90).string(v!);
+    }
+    if (message.recallIntent !== undefined) {
+      RecallIntent.encode(message.recallIntent, writer.uint32(98).fork()).join();
+    }
+    for (const v of message.skills) {
+      InjectedSkill.encode(v!, writer.uint32(106).fork()).join();
+    }
+    for (const v of message.toolExperience) {
+      ToolExperience.encode(v!, writer.uint32(114).fork()).join();
+    }
+    for (const v of message.directory) {
+      DirectoryEntry.encode(v!, writer.uint32(122).fork()).join();
     }
     return writer;
   },
@@ -863,6 +1633,38 @@ export const AssembledContextPacket: MessageFns<AssembledContextPacket> = {
             message.degradedReasons.push(reader.string());
             continue;
           }
+          case 12: {
+            if (tag !== 98) {
+              break;
+            }
+
+            message.recallIntent = RecallIntent.decode(reader, reader.uint32());
+            continue;
+          }
+          case 13: {
+            if (tag !== 106) {
+              break;
+            }
+
+            message.skills.push(InjectedSkill.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 14: {
+            if (tag !== 114) {
+              break;
+            }
+
+            message.toolExperience.push(ToolExperience.decode(reader, reader.uint32()));
+            continue;
+          }
+          case 15: {
+            if (tag !== 122) {
+              break;
+            }
+
+            message.directory.push(DirectoryEntry.decode(reader, reader.uint32()));
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -924,6 +1726,22 @@ export const AssembledContextPacket: MessageFns<AssembledContextPacket> = {
         : globalThis.Array.isArray(object?.degraded_reasons)
         ? object.degraded_reasons.map((e: any) => globalThis.String(e))
         : [],
+      recallIntent: isSet(object.recallIntent)
+        ? RecallIntent.fromJSON(object.recallIntent)
+        : isSet(object.recall_intent)
+        ? RecallIntent.fromJSON(object.recall_intent)
+        : undefined,
+      skills: globalThis.Array.isArray(object?.skills)
+        ? object.skills.map((e: any) => InjectedSkill.fromJSON(e))
+        : [],
+      toolExperience: globalThis.Array.isArray(object?.toolExperience)
+        ? object.toolExperience.map((e: any) => ToolExperience.fromJSON(e))
+        : globalThis.Array.isArray(object?.tool_experience)
+        ? object.tool_experience.map((e: any) => ToolExperience.fromJSON(e))
+        : [],
+      directory: globalThis.Array.isArray(object?.directory)
+        ? object.directory.map((e: any) => DirectoryEntry.fromJSON(e))
+        : [],
     };
   },
 
@@ -962,6 +1780,18 @@ export const AssembledContextPacket: MessageFns<AssembledContextPacket> = {
     if (message.degradedReasons?.length) {
       obj.degradedReasons = message.degradedReasons;
     }
+    if (message.recallIntent !== undefined) {
+      obj.recallIntent = RecallIntent.toJSON(message.recallIntent);
+    }
+    if (message.skills?.length) {
+      obj.skills = message.skills.map((e) => InjectedSkill.toJSON(e));
+    }
+    if (message.toolExperience?.length) {
+      obj.toolExperience = message.toolExperience.map((e) => ToolExperience.toJSON(e));
+    }
+    if (message.directory?.length) {
+      obj.directory = message.directory.map((e) => DirectoryEntry.toJSON(e));
+    }
     return obj;
   },
 
@@ -983,6 +1813,12 @@ export const AssembledContextPacket: MessageFns<AssembledContextPacket> = {
     message.recallSkipReason = object.recallSkipReason ?? "";
     message.degraded = object.degraded ?? false;
     message.degradedReasons = object.degradedReasons?.map((e) => e) || [];
+    message.recallIntent = (object.recallIntent !== undefined && object.recallIntent !== null)
+      ? RecallIntent.fromPartial(object.recallIntent)
+      : undefined;
+    message.skills = object.skills?.map((e) => InjectedSkill.fromPartial(e)) || [];
+    message.toolExperience = object.toolExperience?.map((e) => ToolExperience.fromPartial(e)) || [];
+    message.directory = object.directory?.map((e) => DirectoryEntry.fromPartial(e)) || [];
     return message;
   },
 };
