@@ -40,7 +40,7 @@ from services.assembly.shown import ShownExchanges
 from services.assembly.token_counts import MessageTokens
 from shared.domain.turns import Turn
 
-DEFAULT_RECALL_SHARE = 0.5
+DEFAULT_RECALL_SHARE = 0.75
 
 
 @dataclass(frozen=True)
