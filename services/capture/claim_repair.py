@@ -99,7 +99,7 @@ class ClaimRepair:
                 stale,
                 stale.outbox,
                 takeover,
-                active_session=taken.active_session,
+                target=_completion_session(taken, stale),
                 deadline=deadline,
             )
             return
@@ -138,17 +138,13 @@ class ClaimRepair:
         outbox: Outbox,
         takeover: PendingWrite,
         *,
-        active_session: str,
+        target: str,
         deadline: float | None,
     ) -> None:
-        """Append what of the taken-over claim's outbox has not landed, then release it whole.
-
-        The owner appended to the claim's session; what is missing goes to the active session
-        (the same one, unless a compaction was handed off past the stale claim meanwhile: then
-        the rest joins the turns after it, and is compacted with them).
-        """
+        """Append what of the taken-over claim's outbox has not landed to `target`, then
+        release it whole."""
         landed: set[int] = set()
-        for session_id in dict.fromkeys((stale.session_id, active_session)):
+        for session_id in dict.fromkeys((stale.session_id, target)):
             found = await landed_messages(self._ov, identity.tenant, stale, session_id, deadline=deadline)
             landed |= set(found)
         missing = unsent(stale, landed)
@@ -157,7 +153,7 @@ class ClaimRepair:
             async with ClaimHolder(self._states, identity, takeover, self._clock) as holder:
                 try:
                     await self._ov.add_messages(
-                        identity.tenant, active_session, missing, call_timeout=APPEND_TIMEOUT_SECONDS
+                        identity.tenant, target, missing, call_timeout=APPEND_TIMEOUT_SECONDS
                     )
                 except BaseException:
                     await holder.__aexit__()
@@ -177,3 +173,16 @@ class ClaimRepair:
             len(outbox.messages),
             "" if written else " (released by another replica meanwhile)",
         )
+
+
+def _completion_session(state: StreamState, claim: PendingWrite) -> str:
+    """Where the missing part of a claim's outbox goes: the claim's own session while it is
+    active or its compaction has not committed it - the compaction worker commits a session
+    only once no claim with an outbox is left on it (`services.capture.acknowledged`), so the
+    turns are archived with the ones they came with; else (a session committed without them by
+    an engine that did not wait) the active session: they are compacted with the turns after."""
+    if claim.session_id == state.active_session or any(
+        entry.session_id == claim.session_id for entry in state.inflight
+    ):
+        return claim.session_id
+    return state.active_session

@@ -51,6 +51,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, TypeVar
 
+from services.capture.acknowledged import AcknowledgedTurns
 from services.capture.claim_counts import landed_release, message_counts
 from services.capture.claim_repair import ClaimRepair
 from services.capture.claim_taking import ClaimTaker
@@ -159,6 +160,7 @@ class TranscriptWriter:
         self._releases = releases or OwedReleases(states)
         self._repair = ClaimRepair(openviking, states, clock)
         self.sweep = OutboxSweep(states, self._repair.repair, clock)
+        self.acknowledged = AcknowledgedTurns(states, self._repair, clock, own_append=self.settle)
         self._jobs: set[asyncio.Task[Any]] = set()
         self._appending: dict[StreamKey, asyncio.Task[Any]] = {}
         self._claims = ClaimTaker(

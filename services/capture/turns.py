@@ -362,8 +362,10 @@ class TurnCapture:
     async def _flush_one(
         self, identity: RequestIdentity, deadline: float | None
     ) -> checkpoint_pb2.CompactCheckpoint | None:
-        """Hand off a FLUSH compaction of the stream's uncommitted turns (durable on return)."""
-        await self._writer.settle(identity)
+        """Hand off a FLUSH compaction of the stream's uncommitted turns (durable on return),
+        every turn answered as stored among them, whichever replica claimed it."""
+        counter = TokenCounter.for_model("", self._default_encoding)
+        await self._writer.acknowledged.complete(identity, counter, deadline=deadline)
         checkpoint_id = new_checkpoint_id(identity.stream_id)
         give_up = time.monotonic() + FLUSH_WAIT_SECONDS
         outcome: list[StreamState | bool | None] = []

@@ -32,6 +32,9 @@ import socket
 import time
 from datetime import timedelta
 
+# Module imports, not names: capture imports `services.compaction.transcript`, so these
+# modules may be half-initialised when this one is imported; their names are read at run time.
+from services.capture import acknowledged, claim_repair
 from services.compaction.engine_summary import EngineSummariser
 from services.compaction.history import HistorySummariser
 from services.compaction.transcript import session_turns
@@ -58,6 +61,7 @@ from shared.domain.turn_index_writer import TurnIndexWriter
 from shared.errors import Aborted, BackendError, BackendNotFound, BackendTimeout, BackendUnavailable
 from shared.openviking.client import OpenVikingClient
 from shared.openviking.tenant import Tenant
+from shared.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +127,9 @@ class CompactionWorker:
         self._history = HistorySummariser(
             self._store, self._states, self._summariser, max_tokens=summary_max_tokens, encoding=encoding
         )
+        repair = claim_repair.ClaimRepair(openviking, self._states, utc_now)
+        self._acknowledged = acknowledged.AcknowledgedTurns(self._states, repair, utc_now)
+        self._counter = TokenCounter.for_model("", encoding)
         self.name = replica_name()
         self._jobs: dict[str, asyncio.Task[None]] = {}
         self._owning: dict[str, asyncio.Lock] = {}
@@ -305,6 +312,12 @@ class CompactionWorker:
         record = await reconcile_commit(self._ov, self._store, tenant, record, None)
         if record.archive_uri:
             return record
+        # A turn answered as stored may still be in a claim's outbox on this session (its owner
+        # died right after the claim): it is completed into the session first, or - while its
+        # owner may still be appending - the commit waits for the next step (Aborted: retried).
+        await self._acknowledged.complete(
+            identity, self._counter, deadline=None, session_id=record.session_id, wait=False
+        )
         await self._index_before_commit(tenant, record.session_id)
         try:
             result = await self._ov.commit_session(
