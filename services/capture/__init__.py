@@ -9,6 +9,7 @@ import time
 from contextengine.v1 import capture_pb2
 from grpc import aio
 
+from services.capture.backlog import CaptureBackground, IndexBacklog
 from services.capture.compaction_client import CompactionNudger
 from services.capture.request_wire import AFTER_TURN_WIRE
 from services.capture.servicer import CaptureServicer
@@ -21,6 +22,7 @@ from shared.domain.turn_index_writer import TurnIndexWriter
 from shared.runtime.context import ServiceContext
 from shared.runtime.handlers import add_unary_service
 from shared.runtime.server import ServiceSpec
+from shared.telemetry.metrics import watch_background
 
 SERVICE_NAME = "contextengine.v1.CaptureService"
 
@@ -36,7 +38,7 @@ def build_capture_service(context: ServiceContext) -> ServiceSpec:
         context.compaction_target, context.client_interceptors, local=context.in_process
     )
     writer = TranscriptWriter(context.openviking, states)
-    index = TurnIndexWriter(context.openviking)
+    index = IndexBacklog(TurnIndexWriter(context.openviking))
     turns = TurnCapture(
         states,
         writer,
@@ -46,6 +48,8 @@ def build_capture_service(context: ServiceContext) -> ServiceSpec:
         capture_max_length=settings.capture_max_length,
         index=index,
     )
+    background = CaptureBackground(index, lambda: writer.running, lambda: nudger.pending)
+    watch_background(background)
     servicer = CaptureServicer(settings, context.openviking, turns, context.in_process.memory_changes)
 
     def register(server: aio.Server) -> None:
@@ -70,7 +74,7 @@ def build_capture_service(context: ServiceContext) -> ServiceSpec:
         try:
             await asyncio.wait_for(index.drain(), timeout=max(0.5, deadline - time.monotonic()))
         except TimeoutError:
-            log.warning("%d turn index write(s) unfinished; compaction re-indexes them", index.running)
+            log.warning("%d exchange(s) left unindexed; compaction re-indexes them", index.depth)
         streams = list(turns.known.by_stream.values())
         if streams:
             log.info("handing off %d stream(s) on shutdown", len(streams))
@@ -89,5 +93,9 @@ def build_capture_service(context: ServiceContext) -> ServiceSpec:
             log.warning("skill/tool lessons unfinished at shutdown; those turns teach nothing")
 
     return ServiceSpec(
-        name=SERVICE_NAME, register=register, on_shutdown=(flush_on_shutdown,), needs_backend=True
+        name=SERVICE_NAME,
+        register=register,
+        on_shutdown=(flush_on_shutdown,),
+        needs_backend=True,
+        behind=lambda: background.index.behind,
     )

@@ -12,6 +12,7 @@ from datetime import datetime
 
 from contextengine.v1 import checkpoint_pb2, common_pb2
 
+from services.capture.backlog import IndexBacklog
 from services.capture.claims import Candidate, ClaimPlan, Planner
 from services.capture.compaction_client import CompactionNudger
 from services.capture.decision import capture_decision
@@ -25,7 +26,6 @@ from shared.domain.identity import RequestIdentity
 from shared.domain.messages import MessageShape
 from shared.domain.stream_state import CommittedTurn, StreamState, StreamStateStore, turn_key_digest, utc_now
 from shared.domain.turn_index import IndexedMessage
-from shared.domain.turn_index_writer import TurnIndexWriter
 from shared.errors import Aborted
 from shared.telemetry.tracing import current_traceparent
 from shared.tokens import TokenCounter
@@ -103,7 +103,7 @@ class TurnCapture:
         *,
         default_encoding: str,
         capture_max_length: int,
-        index: TurnIndexWriter | None = None,
+        index: IndexBacklog | None = None,
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self._states = states
@@ -180,11 +180,16 @@ class TurnCapture:
     def _index_persisted(self, identity: RequestIdentity, result: WriteResult) -> None:
         """Make what this call stored findable (the turn index), off the caller's path; never
         fails the turn (compaction indexes whatever is missing before it archives a session)."""
-        if self._index is None:
-            return
-        stored = [IndexedMessage(c.sequence, c.message) for c in result.persisted if c.message is not None]
-        if stored:
-            self._index.add_later(identity.tenant, result.session_id, stored)
+        if self._index is not None:
+            stored = [
+                IndexedMessage(c.sequence, c.message) for c in result.persisted if c.message is not None
+            ]
+            self._index.add(identity.tenant, result.session_id, stored)
+
+    def _admit(self, method: str) -> None:
+        """Refuse a write while the background is at its hard bound (before anything is claimed)."""
+        if self._index is not None:
+            self._index.admit(method)
 
     async def after_turn(
         self,
@@ -199,6 +204,7 @@ class TurnCapture:
     ) -> TurnOutcome:
         """Persist every host message not yet persisted (sequence = transcript position);
         `shapes`: the messages' validated shapes."""
+        self._admit("AfterTurn")
         self.known.touch(identity)
         cleaned = CleanedTranscript(messages, shapes)
         counter = TokenCounter.for_model(model, self._default_encoding)
@@ -255,6 +261,7 @@ class TurnCapture:
         several appends; if a crash cuts it short, the repair records how far it got
         (`partial_turn`) and the retry stores the rest: the turn ends up whole, once.
         """
+        self._admit("CommitTurn")
         self.known.touch(identity)
         cleaned = clean_transcript(turn.messages)
         kept = [c for c in cleaned if c.message is not None]
@@ -315,6 +322,7 @@ class TurnCapture:
 
         With `only_if_new` (a host's bootstrap import) nothing is stored once the stream has messages.
         """
+        self._admit("Ingest")
         self.known.touch(identity)
         cleaned = clean_transcript(messages)
         counter = TokenCounter.for_model("", self._default_encoding)

@@ -8,6 +8,10 @@ is down; each shard's own state is the health name `openviking/<shard>`. Assembl
 SERVING: without OpenViking it still answers a valid, degraded context (design §4), which is
 better than no answer. The overall ("") status only says the process is up and not draining
 (it is the liveness probe).
+
+A service may also say it is behind (`ServiceSpec.behind`, e.g. capture's background queue past
+its soft bound): it is NOT_SERVING while it is, so that new calls go to other replicas; it keeps
+serving the calls it gets (its hard bound is its own, `services.capture.backlog`).
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ PROBE_TIMEOUT_SECONDS = 2.0
 FAILURES_BEFORE_NOT_SERVING = 2
 
 Probe = Callable[[], Awaitable[object]]
+Behind = Callable[[], bool]
+"""True while a service is too far behind to take new work."""
 _STATUS = {True: health_pb2.HealthCheckResponse.SERVING, False: health_pb2.HealthCheckResponse.NOT_SERVING}
 
 
@@ -77,9 +83,17 @@ class BackendReadiness:
         """At least one shard answers."""
         return any(self.shard_up.values())
 
-    def start(self, servicer: health.aio.HealthServicer, names: Sequence[str]) -> None:
+    def start(
+        self,
+        servicer: health.aio.HealthServicer,
+        names: Sequence[str],
+        behind: Mapping[str, Behind] | None = None,
+    ) -> None:
+        """Watch the shards for `names`; a name in `behind` is also NOT_SERVING while it says so."""
         if self._task is None:
-            self._task = asyncio.create_task(self._watch(servicer, list(names)), name="backend-readiness")
+            self._task = asyncio.create_task(
+                self._watch(servicer, list(names), dict(behind or {})), name="backend-readiness"
+            )
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -94,20 +108,29 @@ class BackendReadiness:
             return False
         return True
 
-    async def _watch(self, servicer: health.aio.HealthServicer, names: list[str]) -> None:
+    async def _watch(
+        self, servicer: health.aio.HealthServicer, names: list[str], behind: dict[str, Behind]
+    ) -> None:
         for shard in self._probes:
             await servicer.set(shard_health_name(shard), _STATUS[True])
+        serving = dict.fromkeys(names, True)
         while True:
             was_up = self.backend_up
             answers = await asyncio.gather(*(self._answers(probe) for probe in self._probes.values()))
             for shard, answered in zip(self._probes, answers, strict=True):
                 await self._record(servicer, shard, answered)
-            if self.backend_up != was_up:
-                up = self.backend_up
+            up = self.backend_up
+            if up != was_up:
                 log.warning("OpenViking %s: %s", "answers again" if up else "is down on every shard",
                             ", ".join(names) + (" SERVING" if up else " NOT_SERVING"))  # fmt: skip
-                for name in names:
-                    await servicer.set(name, _STATUS[up])
+            for name in names:
+                lagging = name in behind and behind[name]()
+                if serving[name] == (up and not lagging):
+                    continue
+                serving[name] = up and not lagging
+                if up:
+                    log.warning("%s is %s", name, "behind: NOT_SERVING" if lagging else "caught up: SERVING")
+                await servicer.set(name, _STATUS[serving[name]])
             await asyncio.sleep(self._interval)
 
     async def _record(self, servicer: health.aio.HealthServicer, shard: str, answered: bool) -> None:

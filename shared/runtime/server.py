@@ -27,7 +27,7 @@ from grpc_reflection.v1alpha import reflection
 from shared.config import Settings
 from shared.runtime.answer_first import AnswerFirst
 from shared.runtime.interceptors import ErrorMappingInterceptor, InflightCalls
-from shared.runtime.readiness import BackendReadiness
+from shared.runtime.readiness import BackendReadiness, Behind
 from shared.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
@@ -46,6 +46,8 @@ class ServiceSpec:
     """Run after in-flight calls drained, before clients close."""
     needs_backend: bool = False
     """Cannot work without OpenViking: its health follows OpenViking's (`shared.runtime.readiness`)."""
+    behind: Behind | None = None
+    """True while the service is too far behind to take new calls (NOT_SERVING meanwhile)."""
 
 
 def server_options(settings: Settings) -> list[tuple[str, int]]:
@@ -109,7 +111,11 @@ class ServiceHost:
         for name in ["", *names]:
             await self._health.set(name, serving)
         if self._readiness is not None:
-            self._readiness.start(self._health, [spec.name for spec in self._services if spec.needs_backend])
+            self._readiness.start(
+                self._health,
+                [spec.name for spec in self._services if spec.needs_backend],
+                {spec.name: spec.behind for spec in self._services if spec.behind is not None},
+            )
         log.info("serving %s on %s", ", ".join(names), self.address)
         return self.port
 

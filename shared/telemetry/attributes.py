@@ -62,6 +62,8 @@ COMPACTION_OUTCOME = "contextengine.compaction.outcome"
 """`completed`, `failed`, `pending` or `skipped`."""
 
 # --- metric dimensions ---
+BACKGROUND_WORK = "contextengine.background.work"
+"""Which background queue (`turn_index`, `appends`, `nudges`)."""
 RPC_SERVICE = "rpc.service"
 """Full proto service name, e.g. `contextengine.v1.CaptureService`."""
 RPC_METHOD = "rpc.method"

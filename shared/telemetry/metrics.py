@@ -10,6 +10,12 @@ Instruments (exported over OTLP when `OTEL_EXPORTER_OTLP_(METRICS_)ENDPOINT` is 
 - `contextengine.compaction.duration` (histogram, s) and `contextengine.compaction.failures` (counter).
 - `contextengine.openviking.duration` (histogram, s) and `contextengine.openviking.errors` (counter):
   every OpenViking HTTP call, by method and route. Recorded by the OpenViking transport.
+- `contextengine.background.depth` (gauge, {item}) and `contextengine.background.age` (gauge, s):
+  each replica's background queues (`contextengine.background.work`: `turn_index` exchanges,
+  owned `appends`, compaction `nudges`) and how long the oldest item waited; what an autoscaler
+  reads (`watch_background`).
+- `contextengine.turn_index.lag` (histogram, s): from a turn's answer to its index write's.
+- `contextengine.background.refused` (counter, {call}): calls refused at a hard bound, by method.
 
 The module functions use the process-wide meter provider installed by `setup_telemetry`
 (the API's no-op provider until then); `EngineMetrics(meter)` records into any meter (tests).
@@ -17,10 +23,13 @@ The module functions use the process-wide meter provider installed by `setup_tel
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Callable, Iterable, Mapping
 from functools import cache
+from typing import Protocol
 
 from opentelemetry import metrics
-from opentelemetry.metrics import Meter
+from opentelemetry.metrics import CallbackOptions, Meter, Observation
 
 from shared.telemetry import attributes as attr
 
@@ -72,6 +81,57 @@ class EngineMetrics:
             unit="{call}",
             description="OpenViking HTTP calls that failed (transport error or status >= 400).",
         )
+        self.turn_index_lag = meter.create_histogram(
+            "contextengine.turn_index.lag",
+            unit="s",
+            description="From a turn's answer until its exchanges' turn index write was accepted.",
+            explicit_bucket_boundaries_advisory=list(_SECONDS_BUCKETS),
+        )
+        self.background_refused = meter.create_counter(
+            "contextengine.background.refused",
+            unit="{call}",
+            description="Calls refused because a background queue was at its hard bound.",
+        )
+        meter.create_observable_gauge(
+            "contextengine.background.depth",
+            callbacks=[_observe(lambda queue: queue[0])],
+            unit="{item}",
+            description="Items queued in a replica's background work.",
+        )
+        meter.create_observable_gauge(
+            "contextengine.background.age",
+            callbacks=[_observe(lambda queue: queue[1])],
+            unit="s",
+            description="How long the oldest item of a background queue has waited.",
+        )
+
+
+class BackgroundSource(Protocol):
+    def background_queues(self) -> Mapping[str, tuple[int, float]]:
+        """Each queue's (depth, age of its oldest item in seconds), by name."""
+        ...
+
+
+_SOURCES: weakref.WeakSet[BackgroundSource] = weakref.WeakSet()
+
+
+def watch_background(source: BackgroundSource) -> None:
+    """Report `source`'s queues in the background gauges while it lives."""
+    _SOURCES.add(source)
+
+
+def _observe(
+    pick: Callable[[tuple[int, float]], float],
+) -> Callable[[CallbackOptions], Iterable[Observation]]:
+    def observe(_: CallbackOptions) -> Iterable[Observation]:
+        totals: dict[str, tuple[int, float]] = {}
+        for source in list(_SOURCES):
+            for work, (depth, age) in source.background_queues().items():
+                seen = totals.get(work, (0, 0.0))
+                totals[work] = (seen[0] + depth, max(seen[1], age))
+        return [Observation(pick(queue), {attr.BACKGROUND_WORK: work}) for work, queue in totals.items()]
+
+    return observe
 
 
 @cache
@@ -123,3 +183,13 @@ def record_openviking_call(method: str, route: str, status: str, seconds: float)
     engine_metrics().openviking_duration.record(seconds, labels)
     if not status.isdigit() or int(status) >= 400:
         engine_metrics().openviking_errors.add(1, labels)
+
+
+def record_turn_index_lag(seconds: float) -> None:
+    """One exchange's time from its turn's answer to its accepted index write."""
+    engine_metrics().turn_index_lag.record(seconds)
+
+
+def record_background_refused(method: str, work: str) -> None:
+    """A call refused because the `work` queue was at its hard bound."""
+    engine_metrics().background_refused.add(1, {attr.RPC_METHOD: method, attr.BACKGROUND_WORK: work})

@@ -17,6 +17,7 @@ import pytest
 from contextengine.v1 import capture_pb2, common_pb2
 from grpc import aio
 
+from services.capture.backlog import IndexBacklog
 from services.capture.compaction_client import CompactionNudger
 from services.capture.host_ids import READ_ALL_TOKEN_BUDGET
 from services.capture.transcript import TranscriptWriter
@@ -60,7 +61,9 @@ def anchor(n: int, role: str) -> str:
     return json.dumps({"logicalTurnId": f"lt-{n}", "entryId": f"e{n}-{role}", "rawSeq": n * 10, "role": role})
 
 
-def capture_replica(client: object, states: StreamStateStore, settings: Settings) -> TurnCapture:
+def capture_replica(
+    client: object, states: StreamStateStore, settings: Settings, index: IndexBacklog | None = None
+) -> TurnCapture:
     """A capture replica's turn logic over `client` (compaction unreachable: no trigger fires here)."""
     dead = f"127.0.0.1:{free_port()}"
     return TurnCapture(
@@ -70,6 +73,7 @@ def capture_replica(client: object, states: StreamStateStore, settings: Settings
         TriggerThresholds.from_settings(settings),
         default_encoding=settings.default_encoding,
         capture_max_length=settings.capture_max_length,
+        index=index,
     )
 
 
