@@ -42,7 +42,10 @@ _TOKEN_BUCKETS = (256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072,
 class EngineMetrics:
     """All engine instruments on one meter."""
 
-    def __init__(self, meter: Meter) -> None:
+    def __init__(
+        self, meter: Meter, background: Callable[[], Iterable[BackgroundSource]] = lambda: list(_SOURCES)
+    ) -> None:
+        """`background`: the sources the background gauges sum (those `watch_background` got)."""
         self.rpc_duration = meter.create_histogram(
             "contextengine.rpc.duration",
             unit="s",
@@ -94,13 +97,13 @@ class EngineMetrics:
         )
         meter.create_observable_gauge(
             "contextengine.background.depth",
-            callbacks=[_observe(lambda queue: queue[0])],
+            callbacks=[_observe(background, lambda queue: queue[0])],
             unit="{item}",
             description="Items queued in a replica's background work.",
         )
         meter.create_observable_gauge(
             "contextengine.background.age",
-            callbacks=[_observe(lambda queue: queue[1])],
+            callbacks=[_observe(background, lambda queue: queue[1])],
             unit="s",
             description="How long the oldest item of a background queue has waited.",
         )
@@ -121,11 +124,13 @@ def watch_background(source: BackgroundSource) -> None:
 
 
 def _observe(
-    pick: Callable[[tuple[int, float]], float],
+    sources: Callable[[], Iterable[BackgroundSource]], pick: Callable[[tuple[int, float]], float]
 ) -> Callable[[CallbackOptions], Iterable[Observation]]:
+    """A gauge callback: the depth (or age) of each queue, summed (oldest) over the sources."""
+
     def observe(_: CallbackOptions) -> Iterable[Observation]:
         totals: dict[str, tuple[int, float]] = {}
-        for source in list(_SOURCES):
+        for source in sources():
             for work, (depth, age) in source.background_queues().items():
                 seen = totals.get(work, (0, 0.0))
                 totals[work] = (seen[0] + depth, max(seen[1], age))

@@ -74,3 +74,28 @@ async def test_services_go_not_serving_only_when_every_shard_is_down(
         await until(address, (NOT_SERVING, SERVING, SERVING))
     finally:
         await readiness.stop()
+
+
+async def test_a_service_behind_on_its_background_work_is_not_serving_until_it_caught_up(
+    health_server: tuple[health.aio.HealthServicer, str],
+) -> None:
+    """Capture's turn index queue past its soft bound: new calls should go to other replicas; a
+    backend outage meanwhile keeps it NOT_SERVING after the queue caught up."""
+    servicer, address = health_server
+    shards = {"ov-0": Switchable(), "ov-1": Switchable()}
+    backlog = {"behind": False}
+    readiness = BackendReadiness(shards, interval=0.05, timeout=0.5)
+    readiness.start(servicer, [CAPTURE], {CAPTURE: lambda: backlog["behind"]})
+    try:
+        await until(address, (SERVING, SERVING, SERVING))
+        backlog["behind"] = True
+        await until(address, (SERVING, SERVING, NOT_SERVING))
+        shards["ov-0"].up = shards["ov-1"].up = False
+        await until(address, (NOT_SERVING, NOT_SERVING, NOT_SERVING))
+        backlog["behind"] = False
+        await asyncio.sleep(0.3)
+        await until(address, (NOT_SERVING, NOT_SERVING, NOT_SERVING))
+        shards["ov-0"].up = True
+        await until(address, (SERVING, NOT_SERVING, SERVING))
+    finally:
+        await readiness.stop()

@@ -1,12 +1,16 @@
 from __future__ import annotations
 
+import urllib.request
+
 import pytest
 from opentelemetry.metrics import NoOpMeterProvider
 from opentelemetry.sdk.metrics import MeterProvider as SdkMeterProvider
 from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 from opentelemetry.trace import NoOpTracerProvider
 
+from shared.localstack.processes import free_port
 from shared.telemetry import setup_telemetry
+from shared.telemetry.metrics import EngineMetrics
 
 _OTEL_VARS = (
     "OTEL_SDK_DISABLED",
@@ -17,6 +21,8 @@ _OTEL_VARS = (
     "OTEL_TRACES_EXPORTER",
     "OTEL_METRICS_EXPORTER",
     "OTEL_RESOURCE_ATTRIBUTES",
+    "OTEL_EXPORTER_PROMETHEUS_HOST",
+    "OTEL_EXPORTER_PROMETHEUS_PORT",
 )
 
 
@@ -76,3 +82,31 @@ def test_switches_turn_traces_off(monkeypatch: pytest.MonkeyPatch, name: str, va
     monkeypatch.setenv(name, value)
     telemetry = setup_telemetry("contextengine", install_global=False)
     assert isinstance(telemetry.tracer_provider, NoOpTracerProvider)
+
+
+def test_prometheus_in_the_metrics_exporters_serves_a_scrape_endpoint(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Scraped over real HTTP: the engine's instruments, capture's background gauges among them."""
+    port = free_port()
+    monkeypatch.setenv("OTEL_METRICS_EXPORTER", "prometheus")
+    monkeypatch.setenv("OTEL_EXPORTER_PROMETHEUS_HOST", "127.0.0.1")
+    monkeypatch.setenv("OTEL_EXPORTER_PROMETHEUS_PORT", str(port))
+    telemetry = setup_telemetry("contextengine-capture", install_global=False)
+    try:
+        assert telemetry.metrics_enabled and telemetry.scrape is not None
+        assert isinstance(telemetry.meter_provider, SdkMeterProvider)
+        queues = _Queues()
+        instruments = EngineMetrics(telemetry.meter_provider.get_meter("test"), background=lambda: [queues])
+        instruments.turn_index_lag.record(0.3)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as answer:
+            scraped = answer.read().decode()
+        assert 'contextengine_background_depth{contextengine_background_work="turn_index"' in scraped
+        assert "contextengine_turn_index_lag_seconds_count" in scraped
+    finally:
+        telemetry.shutdown()
+
+
+class _Queues:
+    def background_queues(self) -> dict[str, tuple[int, float]]:
+        return {"turn_index": (7, 1.5)}

@@ -58,6 +58,11 @@ SERVER, CLIENT = 2, 3  # OTLP SpanKind values
 CAPTURE = "contextengine-capture"
 ASSEMBLY = "contextengine-assembly"
 COMPACTION = "contextengine-compaction"
+BACKGROUND_METRICS = (
+    "contextengine.background.depth",
+    "contextengine.background.age",
+    "contextengine.turn_index.lag",
+)
 
 
 @dataclass
@@ -180,8 +185,11 @@ async def test_one_host_turn_is_one_trace(receiver: OtlpReceiver, three_services
 
     def complete(spans: list[ReceivedSpan], metrics: list[tuple[str, str]]) -> bool:
         services_with_rpc_metric = {svc for svc, name in metrics if name == "contextengine.rpc.duration"}
-        return any(s.name == FINALISE_SPAN_NAME for s in spans) and {CAPTURE, ASSEMBLY, COMPACTION} <= (
-            services_with_rpc_metric
+        background = {(CAPTURE, name) for name in BACKGROUND_METRICS} <= set(metrics)
+        return (
+            any(s.name == FINALISE_SPAN_NAME for s in spans)
+            and {CAPTURE, ASSEMBLY, COMPACTION} <= services_with_rpc_metric
+            and background
         )
 
     spans, metrics = _wait_for(receiver, complete, seconds=120)
@@ -228,3 +236,5 @@ async def test_one_host_turn_is_one_trace(receiver: OtlpReceiver, three_services
     for service in (CAPTURE, ASSEMBLY, COMPACTION):
         assert (service, "contextengine.rpc.duration") in names
         assert (service, "contextengine.openviking.duration") in names
+    # capture's background: its queues (every export) and the turn's index lag (once written)
+    assert {(CAPTURE, name) for name in BACKGROUND_METRICS} <= names
