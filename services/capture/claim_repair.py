@@ -152,8 +152,10 @@ class ClaimRepair:
         if missing:
             async with ClaimHolder(self._states, identity, takeover, self._clock) as holder:
                 try:
-                    await self._ov.add_messages(
-                        identity.tenant, target, missing, call_timeout=APPEND_TIMEOUT_SECONDS
+                    await holder.while_fresh(
+                        self._ov.add_messages(
+                            identity.tenant, target, missing, call_timeout=APPEND_TIMEOUT_SECONDS
+                        )
                     )
                 except BaseException:
                     await holder.__aexit__()

@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TypeVar
 
 from contextengine.v1 import common_pb2
 
 from shared.domain.identity import RequestIdentity
 from shared.domain.stream_state import Outbox, PendingWrite, StreamState, StreamStateStore
+from shared.errors import BackendTimeout
 
 log = logging.getLogger(__name__)
 
@@ -118,8 +121,20 @@ def claimer(
     return claim
 
 
+T = TypeVar("T")
+
+KEPT_FRESH_SECONDS = STALE_CLAIM_SECONDS - LATE_LANDING_GRACE_SECONDS
+"""How long after its last stored refresh a holder still works on its claim (`while_fresh`)."""
+
+
 class ClaimHolder:
-    """Keeps a claim fresh while its owner works; `claim` is always the version stored."""
+    """Keeps a claim fresh while its owner works; `claim` is always the version stored.
+
+    A holder whose refreshes do not reach OpenViking (an outage) must stop working before its
+    claim can be taken over as stale: `while_fresh` cancels the work - an append the transport
+    keeps retrying - `KEPT_FRESH_SECONDS` after the last refresh stored, which leaves a request
+    already sent `LATE_LANDING_GRACE_SECONDS` to land before a repairer reads what did.
+    """
 
     def __init__(
         self,
@@ -134,6 +149,8 @@ class ClaimHolder:
         self.claim = claim
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._fresh_until = time.monotonic() + KEPT_FRESH_SECONDS
+        self._taken_over = asyncio.Event()
 
     async def __aenter__(self) -> ClaimHolder:
         self._task = asyncio.create_task(self._beat(), name=f"claim-heartbeat-{self._identity.buffer_key}")
@@ -145,6 +162,23 @@ class ClaimHolder:
         if self._task is not None:
             await asyncio.gather(self._task, return_exceptions=True)
 
+    async def while_fresh(self, work: Awaitable[T]) -> T:
+        """`work`'s result; cancelled (BackendTimeout) once the claim may be taken over."""
+        task = asyncio.ensure_future(work)
+        taken_over = asyncio.ensure_future(self._taken_over.wait())
+        try:
+            while not self._taken_over.is_set() and (left := self._fresh_until - time.monotonic()) > 0:
+                await asyncio.wait([task, taken_over], timeout=left, return_when=asyncio.FIRST_COMPLETED)
+                if task.done():
+                    return task.result()
+        finally:
+            taken_over.cancel()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        raise BackendTimeout(
+            f"the claim of {self._identity.buffer_key} was not kept fresh; its append given up"
+        )
+
     async def _beat(self) -> None:
         while True:
             try:
@@ -154,7 +188,8 @@ class ClaimHolder:
                 pass
             try:
                 if not await self._refresh():
-                    return  # repaired by another replica meanwhile
+                    self._taken_over.set()  # by a repair: `while_fresh` stops the work
+                    return
             except Exception:  # the next beat tries again; a repairer may take over meanwhile
                 log.warning("could not refresh claim of %s", self._identity.buffer_key, exc_info=True)
 
@@ -168,7 +203,9 @@ class ClaimHolder:
             current.pending_write = fresher
             return current
 
+        started = time.monotonic()
         _, written = await self._states.update(self._identity, refresh)
         if written:
             self.claim = fresher
+            self._fresh_until = started + KEPT_FRESH_SECONDS
         return written

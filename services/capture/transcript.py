@@ -364,19 +364,25 @@ class TranscriptWriter:
                 landed = await self._landed_late(identity.tenant, claimed_state, plan)
                 to_append = [c for c in kept if c.sequence not in landed]
                 if to_append:
-                    await self._ov.add_messages(
-                        identity.tenant,
-                        claim.session_id,
-                        unsent(claim, landed)
-                        if claim.outbox is not None
-                        else [
-                            openviking_message(
-                                identity.stream_id, c.sequence, c.message, c.used_context_uris, c.provenance
-                            )
-                            for c in to_append
-                            if c.message is not None
-                        ],
-                        call_timeout=self._append_timeout,
+                    await holder.while_fresh(
+                        self._ov.add_messages(
+                            identity.tenant,
+                            claim.session_id,
+                            unsent(claim, landed)
+                            if claim.outbox is not None
+                            else [
+                                openviking_message(
+                                    identity.stream_id,
+                                    c.sequence,
+                                    c.message,
+                                    c.used_context_uris,
+                                    c.provenance,
+                                )
+                                for c in to_append
+                                if c.message is not None
+                            ],
+                            call_timeout=self._append_timeout,
+                        )
                     )
             except BaseException:
                 await holder.__aexit__()
