@@ -171,10 +171,11 @@ class ClaimHolder:
                 await asyncio.wait([task, taken_over], timeout=left, return_when=asyncio.FIRST_COMPLETED)
                 if task.done():
                     return task.result()
-        finally:
+        finally:  # given up, or the caller cancelled: the work never outlives this call
             taken_over.cancel()
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
+            if not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
         raise BackendTimeout(
             f"the claim of {self._identity.buffer_key} was not kept fresh; its append given up"
         )
