@@ -114,6 +114,7 @@ class BackendReadiness:
         for shard in self._probes:
             await servicer.set(shard_health_name(shard), _STATUS[True])
         serving = dict.fromkeys(names, True)
+        lagged = dict.fromkeys(names, False)
         while True:
             was_up = self.backend_up
             answers = await asyncio.gather(*(self._answers(probe) for probe in self._probes.values()))
@@ -125,12 +126,12 @@ class BackendReadiness:
                             ", ".join(names) + (" SERVING" if up else " NOT_SERVING"))  # fmt: skip
             for name in names:
                 lagging = name in behind and behind[name]()
-                if serving[name] == (up and not lagging):
-                    continue
-                serving[name] = up and not lagging
-                if up:
-                    log.warning("%s is %s", name, "behind: NOT_SERVING" if lagging else "caught up: SERVING")
-                await servicer.set(name, _STATUS[serving[name]])
+                if lagging != lagged[name]:
+                    lagged[name] = lagging
+                    log.warning("%s is %s", name, "behind on its background work" if lagging else "caught up")
+                if serving[name] != (up and not lagging):
+                    serving[name] = up and not lagging
+                    await servicer.set(name, _STATUS[serving[name]])
             await asyncio.sleep(self._interval)
 
     async def _record(self, servicer: health.aio.HealthServicer, shard: str, answered: bool) -> None:
