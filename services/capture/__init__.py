@@ -97,5 +97,5 @@ def build_capture_service(context: ServiceContext) -> ServiceSpec:
         register=register,
         on_shutdown=(flush_on_shutdown,),
         needs_backend=True,
-        behind=lambda: index.behind,
+        behind=background.behind,  # (also what keeps `background` watched: the gauges hold it weakly)
     )

@@ -160,6 +160,10 @@ class CaptureBackground:
     nudges: Callable[[], int]
     """Compaction nudges not delivered yet."""
 
+    def behind(self) -> bool:
+        """Past the soft bound (capture's readiness)."""
+        return self.index.behind
+
     def background_queues(self) -> Mapping[str, tuple[int, float]]:
         return {
             "turn_index": (self.index.depth, self.index.oldest_seconds),

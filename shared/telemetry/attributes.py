@@ -82,6 +82,7 @@ ERROR_TYPE = "error.type"
 PEER_SERVICE = "peer.service"
 
 ENGINE_ATTRIBUTES = (
+    BACKGROUND_WORK,
     ACCOUNT_ID,
     SESSION_ID,
     AGENT_ID,
