@@ -63,6 +63,7 @@ async def assemble(engine: ContextEngine, identity: common_pb2.Identity, prompt:
     )
     for item in packet.recalled_memories:
         print(f"  {item.kind:<6} {item.score:.2f} {item.said_at or '-':<16} {item.uri}")
+        print(f"         {textwrap.shorten(item.content, 200)}")
 
 
 async def expand(
