@@ -125,7 +125,7 @@ async def inspect(settings: Settings, identity: common_pb2.Identity) -> None:
         if state.inflight:
             print(f"compactions in flight: {', '.join(c.checkpoint_id for c in state.inflight)}")
         print(f"checkpoints: {len(state.checkpoint_ids)}")
-        for session_id in [*state.sessions, state.active_session]:
+        for session_id in dict.fromkeys([*state.sessions, state.active_session]):
             await _show_session(openviking, who.tenant, session_id, active=session_id == state.active_session)
     finally:
         await openviking.aclose()

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from typing import TextIO
 
 from shared.config import Settings
+from shared.errors import BackendNotFound
 from shared.openviking.client import OpenVikingClient
 from shared.openviking.models.content import FsEntry
 from shared.openviking.tenant import Tenant
@@ -23,14 +24,14 @@ USER_ROOT = "viking://~"
 PAGE = 1000
 
 
-async def _entries(
-    openviking: OpenVikingClient, tenant: Tenant, uri: str, *, recursive: bool
-) -> AsyncIterator[FsEntry]:
+async def _entries(openviking: OpenVikingClient, tenant: Tenant, uri: str) -> AsyncIterator[FsEntry]:
+    """The entries directly in `uri` (hidden ones too), page by page; none when it is absent."""
     offset = 0
     while True:
-        listing = await openviking.ls(
-            tenant, uri, recursive=recursive, show_all_hidden=True, node_limit=PAGE, offset=offset
-        )
+        try:
+            listing = await openviking.ls(tenant, uri, show_all_hidden=True, node_limit=PAGE, offset=offset)
+        except BackendNotFound:
+            return
         for entry in listing.entries:
             yield entry
         if not listing.has_more or not listing.entries:
@@ -38,15 +39,25 @@ async def _entries(
         offset += len(listing.entries)
 
 
+async def _files(openviking: OpenVikingClient, tenant: Tenant, root: str) -> AsyncIterator[str]:
+    """Every file under `root`. Walked folder by folder: OpenViking's recursive `ls` stops a few
+    levels down (the turn index and the engine's checkpoints are deeper)."""
+    folders = [root]
+    while folders:
+        async for entry in _entries(openviking, tenant, folders.pop()):
+            if entry.is_dir:
+                folders.append(entry.uri)
+            else:
+                yield entry.uri
+
+
 async def export_user(settings: Settings, tenant: Tenant, out: TextIO = sys.stdout) -> int:
     """One JSON line per file of the user's space, `{"uri", "content"}`; returns the count."""
     count = 0
     async with build_openviking_client(settings) as openviking:
-        async for entry in _entries(openviking, tenant, USER_ROOT, recursive=True):
-            if entry.is_dir:
-                continue
-            content = await openviking.read(tenant, entry.uri, raw=True)
-            out.write(json.dumps({"uri": entry.uri, "content": content}, ensure_ascii=False) + "\n")
+        async for uri in _files(openviking, tenant, USER_ROOT):
+            content = await openviking.read(tenant, uri, raw=True)
+            out.write(json.dumps({"uri": uri, "content": content}, ensure_ascii=False) + "\n")
             count += 1
     return count
 
@@ -59,7 +70,7 @@ async def delete_user(settings: Settings, tenant: Tenant, *, really: bool) -> li
     """
     async with build_openviking_client(settings) as openviking:
         sessions = [s.session_id for s in await openviking.list_sessions(tenant)]
-        top = [entry.uri async for entry in _entries(openviking, tenant, USER_ROOT, recursive=False)]
+        top = [entry.uri async for entry in _entries(openviking, tenant, USER_ROOT)]
         if really:
             for session_id in sessions:
                 await openviking.delete_session(tenant, session_id)
