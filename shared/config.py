@@ -1,7 +1,7 @@
 """One frozen settings object, from a JSON file plus the environment.
 
-The file uses the upstream OpenClaw plugin's camelCase keys (design §7.1), so an old plugin
-config file starts the services unchanged; the new keys of §7.2 and the engine's own keys sit
+The file uses the upstream OpenClaw plugin's camelCase keys (docs/design.md §7.1), so an old plugin
+config file starts the services unchanged; the new keys of docs/design.md §7.2 and the engine's own keys sit
 beside them. Every key can be overridden by `CONTEXT_ENGINE_<UPPER_SNAKE_KEY>` (for example
 `CONTEXT_ENGINE_BASE_URL`). Every invalid value is reported at once, by name.
 """
@@ -99,7 +99,7 @@ class Settings(BaseModel):
         frozen=True, populate_by_name=True, extra="forbid", use_attribute_docstrings=True
     )
 
-    # --- upstream plugin keys (§7.1) ---
+    # --- upstream plugin keys (docs/design.md §7.1) ---
     mode: Literal["local", "remote"] = "local"
     """local: the engine starts and owns an OpenViking server; remote: it uses an existing one."""
     config_path: str | None = Field(default=None, alias="configPath")
@@ -153,7 +153,7 @@ class Settings(BaseModel):
     session, at 1k tokens a 0.5 share let the recent window take ~500 tokens and evidence recall
     was 64.8 %; 0.75 gives 69.4 %, the same at 2k-8k (where both fit)."""
 
-    # --- refactor keys (§7.2) ---
+    # --- refactor keys (docs/design.md §7.2) ---
     recent_raw_turn_count: int = Field(default=8, alias="recentRawTurnCount", ge=1, le=10_000)
     """Exchanges of the recent raw window Assemble keeps verbatim (shrunk from its oldest end to
     fit the budget); also the raw turns a Compact keeps."""

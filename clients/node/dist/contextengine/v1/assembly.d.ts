@@ -54,7 +54,7 @@ export declare const RecallFallbackResponse: MessageFns<RecallFallbackResponse>;
 /** Reads: the model's working context within a token budget, explicit recall, legacy fallback. */
 export type AssemblyServiceService = typeof AssemblyServiceService;
 export declare const AssemblyServiceService: {
-    /** Build the messages the model sees (design §3.3). */
+    /** Build the messages the model sees (docs/design.md §3.3). */
     readonly assemble: {
         readonly path: "/contextengine.v1.AssemblyService/Assemble";
         readonly requestStream: false;
@@ -74,7 +74,7 @@ export declare const AssemblyServiceService: {
         readonly responseSerialize: (value: RecallMemoriesResponse) => Buffer;
         readonly responseDeserialize: (value: Buffer) => RecallMemoriesResponse;
     };
-    /** The bounded legacy <relevant-memories> text block for hosts without the full lifecycle (§3.1). */
+    /** The bounded legacy <relevant-memories> text block for hosts without the full lifecycle (docs/design.md §3.1). */
     readonly recallFallback: {
         readonly path: "/contextengine.v1.AssemblyService/RecallFallback";
         readonly requestStream: false;
@@ -86,15 +86,15 @@ export declare const AssemblyServiceService: {
     };
 };
 export interface AssemblyServiceServer extends UntypedServiceImplementation {
-    /** Build the messages the model sees (design §3.3). */
+    /** Build the messages the model sees (docs/design.md §3.3). */
     assemble: handleUnaryCall<AssembleRequest, AssembleResponse>;
     /** memory_recall: explicit retrieval with the same ranking and shape as auto recall. */
     recallMemories: handleUnaryCall<RecallMemoriesRequest, RecallMemoriesResponse>;
-    /** The bounded legacy <relevant-memories> text block for hosts without the full lifecycle (§3.1). */
+    /** The bounded legacy <relevant-memories> text block for hosts without the full lifecycle (docs/design.md §3.1). */
     recallFallback: handleUnaryCall<RecallFallbackRequest, RecallFallbackResponse>;
 }
 export interface AssemblyServiceClient extends Client {
-    /** Build the messages the model sees (design §3.3). */
+    /** Build the messages the model sees (docs/design.md §3.3). */
     assemble(request: AssembleRequest, callback: (error: ServiceError | null, response: AssembleResponse) => void): ClientUnaryCall;
     assemble(request: AssembleRequest, metadata: Metadata, callback: (error: ServiceError | null, response: AssembleResponse) => void): ClientUnaryCall;
     assemble(request: AssembleRequest, metadata: Metadata, options: Partial<CallOptions>, callback: (error: ServiceError | null, response: AssembleResponse) => void): ClientUnaryCall;
@@ -102,7 +102,7 @@ export interface AssemblyServiceClient extends Client {
     recallMemories(request: RecallMemoriesRequest, callback: (error: ServiceError | null, response: RecallMemoriesResponse) => void): ClientUnaryCall;
     recallMemories(request: RecallMemoriesRequest, metadata: Metadata, callback: (error: ServiceError | null, response: RecallMemoriesResponse) => void): ClientUnaryCall;
     recallMemories(request: RecallMemoriesRequest, metadata: Metadata, options: Partial<CallOptions>, callback: (error: ServiceError | null, response: RecallMemoriesResponse) => void): ClientUnaryCall;
-    /** The bounded legacy <relevant-memories> text block for hosts without the full lifecycle (§3.1). */
+    /** The bounded legacy <relevant-memories> text block for hosts without the full lifecycle (docs/design.md §3.1). */
     recallFallback(request: RecallFallbackRequest, callback: (error: ServiceError | null, response: RecallFallbackResponse) => void): ClientUnaryCall;
     recallFallback(request: RecallFallbackRequest, metadata: Metadata, callback: (error: ServiceError | null, response: RecallFallbackResponse) => void): ClientUnaryCall;
     recallFallback(request: RecallFallbackRequest, metadata: Metadata, options: Partial<CallOptions>, callback: (error: ServiceError | null, response: RecallFallbackResponse) => void): ClientUnaryCall;

@@ -656,7 +656,7 @@ export const RecallFallbackResponse = {
     },
 };
 export const AssemblyServiceService = {
-    /** Build the messages the model sees (design §3.3). */
+    /** Build the messages the model sees (docs/design.md §3.3). */
     assemble: {
         path: "/contextengine.v1.AssemblyService/Assemble",
         requestStream: false,
@@ -676,7 +676,7 @@ export const AssemblyServiceService = {
         responseSerialize: (value) => Buffer.from(RecallMemoriesResponse.encode(value).finish()),
         responseDeserialize: (value) => RecallMemoriesResponse.decode(value),
     },
-    /** The bounded legacy <relevant-memories> text block for hosts without the full lifecycle (§3.1). */
+    /** The bounded legacy <relevant-memories> text block for hosts without the full lifecycle (docs/design.md §3.1). */
     recallFallback: {
         path: "/contextengine.v1.AssemblyService/RecallFallback",
         requestStream: false,

@@ -169,7 +169,7 @@ export declare const CommitTurnResponse: MessageFns<CommitTurnResponse>;
 /** Writes: lossless turn persistence, engine session state, compaction triggers, explicit memories. */
 export type CaptureServiceService = typeof CaptureServiceService;
 export declare const CaptureServiceService: {
-    /** Persist the turn that just ended and evaluate the compaction triggers (design §3.2). */
+    /** Persist the turn that just ended and evaluate the compaction triggers (docs/design.md §3.2). */
     readonly afterTurn: {
         readonly path: "/contextengine.v1.CaptureService/AfterTurn";
         readonly requestStream: false;
@@ -234,7 +234,7 @@ export declare const CaptureServiceService: {
     };
 };
 export interface CaptureServiceServer extends UntypedServiceImplementation {
-    /** Persist the turn that just ended and evaluate the compaction triggers (design §3.2). */
+    /** Persist the turn that just ended and evaluate the compaction triggers (docs/design.md §3.2). */
     afterTurn: handleUnaryCall<AfterTurnRequest, AfterTurnResponse>;
     /** Append one or many messages outside a turn (bootstrap import, host ingest). */
     ingest: handleUnaryCall<IngestRequest, IngestResponse>;
@@ -251,7 +251,7 @@ export interface CaptureServiceServer extends UntypedServiceImplementation {
     commitTurn: handleUnaryCall<CommitTurnRequest, CommitTurnResponse>;
 }
 export interface CaptureServiceClient extends Client {
-    /** Persist the turn that just ended and evaluate the compaction triggers (design §3.2). */
+    /** Persist the turn that just ended and evaluate the compaction triggers (docs/design.md §3.2). */
     afterTurn(request: AfterTurnRequest, callback: (error: ServiceError | null, response: AfterTurnResponse) => void): ClientUnaryCall;
     afterTurn(request: AfterTurnRequest, metadata: Metadata, callback: (error: ServiceError | null, response: AfterTurnResponse) => void): ClientUnaryCall;
     afterTurn(request: AfterTurnRequest, metadata: Metadata, options: Partial<CallOptions>, callback: (error: ServiceError | null, response: AfterTurnResponse) => void): ClientUnaryCall;

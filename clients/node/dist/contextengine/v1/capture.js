@@ -1682,7 +1682,7 @@ export const CommitTurnResponse = {
     },
 };
 export const CaptureServiceService = {
-    /** Persist the turn that just ended and evaluate the compaction triggers (design §3.2). */
+    /** Persist the turn that just ended and evaluate the compaction triggers (docs/design.md §3.2). */
     afterTurn: {
         path: "/contextengine.v1.CaptureService/AfterTurn",
         requestStream: false,

@@ -8,7 +8,7 @@ import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
 import { Timestamp } from "../../google/protobuf/timestamp.js";
 export const protobufPackage = "contextengine.v1";
 export const protobufFileName = "contextengine/v1/checkpoint.proto";
-/** Why a compaction ran (design §3.2 step 7, in priority order, then explicit reasons). */
+/** Why a compaction ran (docs/design.md §3.2 step 7, in priority order, then explicit reasons). */
 export var CompactionTrigger;
 (function (CompactionTrigger) {
     CompactionTrigger[CompactionTrigger["COMPACTION_TRIGGER_UNSPECIFIED"] = 0] = "COMPACTION_TRIGGER_UNSPECIFIED";

@@ -46,7 +46,7 @@ export interface ExpandMemoryRequest {
     pageToken: string;
 }
 export interface ExpandedTurn {
-    /** The design's envelope view of the turn (§5.1): roles, parts, tool records, provenance. */
+    /** The engine's envelope view of the turn (docs/design.md §5.1): roles, parts, tool records, provenance. */
     turn: TurnEnvelope | undefined;
     /** Where the full original can be read. */
     sourceUri: string;
@@ -100,7 +100,7 @@ export declare const ListCheckpointsResponse: MessageFns<ListCheckpointsResponse
 /** Commit and expand: OpenViking session.commit as the formal sync point, checkpoints, memory_expand. */
 export type CompactionServiceService = typeof CompactionServiceService;
 export declare const CompactionServiceService: {
-    /** Commit the session (design §3.4). Synchronous unless `background` is set. */
+    /** Commit the session (docs/design.md §3.4). Synchronous unless `background` is set. */
     readonly compact: {
         readonly path: "/contextengine.v1.CompactionService/Compact";
         readonly requestStream: false;
@@ -110,7 +110,7 @@ export declare const CompactionServiceService: {
         readonly responseSerialize: (value: CompactResponse) => Buffer;
         readonly responseDeserialize: (value: Buffer) => CompactResponse;
     };
-    /** memory_expand: from a summary or memory back to the raw turns it came from (§6.2). */
+    /** memory_expand: from a summary or memory back to the raw turns it came from (docs/design.md §6.2). */
     readonly expandMemory: {
         readonly path: "/contextengine.v1.CompactionService/ExpandMemory";
         readonly requestStream: false;
@@ -140,19 +140,19 @@ export declare const CompactionServiceService: {
     };
 };
 export interface CompactionServiceServer extends UntypedServiceImplementation {
-    /** Commit the session (design §3.4). Synchronous unless `background` is set. */
+    /** Commit the session (docs/design.md §3.4). Synchronous unless `background` is set. */
     compact: handleUnaryCall<CompactRequest, CompactResponse>;
-    /** memory_expand: from a summary or memory back to the raw turns it came from (§6.2). */
+    /** memory_expand: from a summary or memory back to the raw turns it came from (docs/design.md §6.2). */
     expandMemory: handleUnaryCall<ExpandMemoryRequest, ExpandMemoryResponse>;
     getCheckpoint: handleUnaryCall<GetCheckpointRequest, GetCheckpointResponse>;
     listCheckpoints: handleUnaryCall<ListCheckpointsRequest, ListCheckpointsResponse>;
 }
 export interface CompactionServiceClient extends Client {
-    /** Commit the session (design §3.4). Synchronous unless `background` is set. */
+    /** Commit the session (docs/design.md §3.4). Synchronous unless `background` is set. */
     compact(request: CompactRequest, callback: (error: ServiceError | null, response: CompactResponse) => void): ClientUnaryCall;
     compact(request: CompactRequest, metadata: Metadata, callback: (error: ServiceError | null, response: CompactResponse) => void): ClientUnaryCall;
     compact(request: CompactRequest, metadata: Metadata, options: Partial<CallOptions>, callback: (error: ServiceError | null, response: CompactResponse) => void): ClientUnaryCall;
-    /** memory_expand: from a summary or memory back to the raw turns it came from (§6.2). */
+    /** memory_expand: from a summary or memory back to the raw turns it came from (docs/design.md §6.2). */
     expandMemory(request: ExpandMemoryRequest, callback: (error: ServiceError | null, response: ExpandMemoryResponse) => void): ClientUnaryCall;
     expandMemory(request: ExpandMemoryRequest, metadata: Metadata, callback: (error: ServiceError | null, response: ExpandMemoryResponse) => void): ClientUnaryCall;
     expandMemory(request: ExpandMemoryRequest, metadata: Metadata, options: Partial<CallOptions>, callback: (error: ServiceError | null, response: ExpandMemoryResponse) => void): ClientUnaryCall;

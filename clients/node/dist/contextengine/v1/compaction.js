@@ -1138,7 +1138,7 @@ export const ListCheckpointsResponse = {
     },
 };
 export const CompactionServiceService = {
-    /** Commit the session (design §3.4). Synchronous unless `background` is set. */
+    /** Commit the session (docs/design.md §3.4). Synchronous unless `background` is set. */
     compact: {
         path: "/contextengine.v1.CompactionService/Compact",
         requestStream: false,
@@ -1148,7 +1148,7 @@ export const CompactionServiceService = {
         responseSerialize: (value) => Buffer.from(CompactResponse.encode(value).finish()),
         responseDeserialize: (value) => CompactResponse.decode(value),
     },
-    /** memory_expand: from a summary or memory back to the raw turns it came from (§6.2). */
+    /** memory_expand: from a summary or memory back to the raw turns it came from (docs/design.md §6.2). */
     expandMemory: {
         path: "/contextengine.v1.CompactionService/ExpandMemory",
         requestStream: false,

@@ -9,7 +9,7 @@ import { Timestamp } from "../../google/protobuf/timestamp.js";
 import { JsonValue } from "./common.js";
 export const protobufPackage = "contextengine.v1";
 export const protobufFileName = "contextengine/v1/envelope.proto";
-/** Role of a persisted turn (design §5.1). */
+/** Role of a persisted turn (docs/design.md §5.1). */
 export var EnvelopeRole;
 (function (EnvelopeRole) {
     EnvelopeRole[EnvelopeRole["ENVELOPE_ROLE_UNSPECIFIED"] = 0] = "ENVELOPE_ROLE_UNSPECIFIED";

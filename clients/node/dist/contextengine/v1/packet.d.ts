@@ -51,7 +51,7 @@ export interface TokenAccounting {
     /** True when the newest raw turns alone exceed the budget (they are never cut). */
     overBudget: boolean;
 }
-/** What assemble chose and why (design §5.2). */
+/** What assemble chose and why (docs/design.md §5.2). */
 export interface AssembledContextPacket {
     profileBlocks: string[];
     recalledMemories: RecalledMemory[];
