@@ -2,6 +2,7 @@ import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
 import { type CallOptions, type ChannelCredentials, Client, type ClientOptions, type ClientUnaryCall, type handleUnaryCall, type Metadata, type ServiceError, type UntypedServiceImplementation } from "@grpc/grpc-js";
 import { CompactCheckpoint, CompactionTrigger } from "./checkpoint.js";
 import { ConversationMessage, Identity, JsonValue } from "./common.js";
+import { UsedSkill } from "./envelope.js";
 import { MemoryScope, RecalledMemory } from "./packet.js";
 export declare const protobufPackage = "contextengine.v1";
 export declare const protobufFileName = "contextengine/v1/capture.proto";
@@ -28,6 +29,8 @@ export interface AfterTurnRequest {
     autoCompactionSummary: string;
     /** Model name, to pick the tokenizer. */
     model: string;
+    /** The skills the turn used, as the host reports them; kept with each skill. */
+    usedSkills: UsedSkill[];
 }
 export interface AfterTurnResponse {
     /** Messages newly written to OpenViking by this call. */
@@ -128,6 +131,8 @@ export interface CommitTurnRequest {
     tokenBudget: number;
     /** Model name, to pick the tokenizer. */
     model: string;
+    /** The skills the turn used, as the host reports them; kept with each skill. */
+    usedSkills: UsedSkill[];
 }
 export interface CommitTurnResponse {
     status: CommitTurnStatus;
@@ -154,6 +159,26 @@ export interface CommitTurnResponse {
     /** Whether the new user text passed the capture decision (worth extracting). */
     captureWorthy: boolean;
 }
+/** One skill as the host knows it (an OpenClaw SKILL.md: front matter name + description, body). */
+export interface SkillDefinition {
+    /** `[a-z0-9][a-z0-9_-]{0,63}` after lower-casing; unique per user. */
+    name: string;
+    /** One line, at most 1024 characters. */
+    description: string;
+    /** The instructions, at most 64 KiB. */
+    body: string;
+    /** Where the host reads it (SKILL.md path or URL); returned with the skill when injected. */
+    uri: string;
+}
+export interface RegisterSkillsRequest {
+    identity: Identity | undefined;
+    skills: SkillDefinition[];
+}
+export interface RegisterSkillsResponse {
+    /** Skills written (new or changed); unchanged ones are skipped. */
+    storedCount: number;
+    unchangedCount: number;
+}
 export declare const AfterTurnRequest: MessageFns<AfterTurnRequest>;
 export declare const AfterTurnResponse: MessageFns<AfterTurnResponse>;
 export declare const IngestRequest: MessageFns<IngestRequest>;
@@ -166,6 +191,9 @@ export declare const FlushSessionsRequest: MessageFns<FlushSessionsRequest>;
 export declare const FlushSessionsResponse: MessageFns<FlushSessionsResponse>;
 export declare const CommitTurnRequest: MessageFns<CommitTurnRequest>;
 export declare const CommitTurnResponse: MessageFns<CommitTurnResponse>;
+export declare const SkillDefinition: MessageFns<SkillDefinition>;
+export declare const RegisterSkillsRequest: MessageFns<RegisterSkillsRequest>;
+export declare const RegisterSkillsResponse: MessageFns<RegisterSkillsResponse>;
 /** Writes: lossless turn persistence, engine session state, compaction triggers, explicit memories. */
 export type CaptureServiceService = typeof CaptureServiceService;
 export declare const CaptureServiceService: {
@@ -232,6 +260,16 @@ export declare const CaptureServiceService: {
         readonly responseSerialize: (value: CommitTurnResponse) => Buffer;
         readonly responseDeserialize: (value: Buffer) => CommitTurnResponse;
     };
+    /** Store (or replace) the host's skills in the user's OpenViking skill space, indexed for recall. */
+    readonly registerSkills: {
+        readonly path: "/contextengine.v1.CaptureService/RegisterSkills";
+        readonly requestStream: false;
+        readonly responseStream: false;
+        readonly requestSerialize: (value: RegisterSkillsRequest) => Buffer;
+        readonly requestDeserialize: (value: Buffer) => RegisterSkillsRequest;
+        readonly responseSerialize: (value: RegisterSkillsResponse) => Buffer;
+        readonly responseDeserialize: (value: Buffer) => RegisterSkillsResponse;
+    };
 };
 export interface CaptureServiceServer extends UntypedServiceImplementation {
     /** Persist the turn that just ended and evaluate the compaction triggers (docs/design.md §3.2). */
@@ -249,6 +287,8 @@ export interface CaptureServiceServer extends UntypedServiceImplementation {
      * the turn's messages or none) and idempotent per advancement key (a replay answers DUPLICATE).
      */
     commitTurn: handleUnaryCall<CommitTurnRequest, CommitTurnResponse>;
+    /** Store (or replace) the host's skills in the user's OpenViking skill space, indexed for recall. */
+    registerSkills: handleUnaryCall<RegisterSkillsRequest, RegisterSkillsResponse>;
 }
 export interface CaptureServiceClient extends Client {
     /** Persist the turn that just ended and evaluate the compaction triggers (docs/design.md §3.2). */
@@ -278,6 +318,10 @@ export interface CaptureServiceClient extends Client {
     commitTurn(request: CommitTurnRequest, callback: (error: ServiceError | null, response: CommitTurnResponse) => void): ClientUnaryCall;
     commitTurn(request: CommitTurnRequest, metadata: Metadata, callback: (error: ServiceError | null, response: CommitTurnResponse) => void): ClientUnaryCall;
     commitTurn(request: CommitTurnRequest, metadata: Metadata, options: Partial<CallOptions>, callback: (error: ServiceError | null, response: CommitTurnResponse) => void): ClientUnaryCall;
+    /** Store (or replace) the host's skills in the user's OpenViking skill space, indexed for recall. */
+    registerSkills(request: RegisterSkillsRequest, callback: (error: ServiceError | null, response: RegisterSkillsResponse) => void): ClientUnaryCall;
+    registerSkills(request: RegisterSkillsRequest, metadata: Metadata, callback: (error: ServiceError | null, response: RegisterSkillsResponse) => void): ClientUnaryCall;
+    registerSkills(request: RegisterSkillsRequest, metadata: Metadata, options: Partial<CallOptions>, callback: (error: ServiceError | null, response: RegisterSkillsResponse) => void): ClientUnaryCall;
 }
 export declare const CaptureServiceClient: {
     new (address: string, credentials: ChannelCredentials, options?: Partial<ClientOptions>): CaptureServiceClient;

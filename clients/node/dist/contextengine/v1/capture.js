@@ -8,6 +8,7 @@ import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
 import { makeGenericClientConstructor, } from "@grpc/grpc-js";
 import { CompactCheckpoint, compactionTriggerFromJSON, compactionTriggerToJSON, } from "./checkpoint.js";
 import { ConversationMessage, Identity, JsonValue } from "./common.js";
+import { UsedSkill } from "./envelope.js";
 import { memoryScopeFromJSON, memoryScopeToJSON, RecalledMemory } from "./packet.js";
 export const protobufPackage = "contextengine.v1";
 export const protobufFileName = "contextengine/v1/capture.proto";
@@ -59,6 +60,7 @@ function createBaseAfterTurnRequest() {
         isHeartbeat: false,
         autoCompactionSummary: "",
         model: "",
+        usedSkills: [],
     };
 }
 export const AfterTurnRequest = {
@@ -83,6 +85,9 @@ export const AfterTurnRequest = {
         }
         if (message.model !== "") {
             writer.uint32(58).string(message.model);
+        }
+        for (const v of message.usedSkills) {
+            UsedSkill.encode(v, writer.uint32(66).fork()).join();
         }
         return writer;
     },
@@ -148,6 +153,13 @@ export const AfterTurnRequest = {
                         message.model = reader.string();
                         continue;
                     }
+                    case 8: {
+                        if (tag !== 66) {
+                            break;
+                        }
+                        message.usedSkills.push(UsedSkill.decode(reader, reader.uint32()));
+                        continue;
+                    }
                 }
                 if ((tag & 7) === 4 || tag === 0) {
                     break;
@@ -187,6 +199,11 @@ export const AfterTurnRequest = {
                     ? globalThis.String(object.auto_compaction_summary)
                     : "",
             model: isSet(object.model) ? globalThis.String(object.model) : "",
+            usedSkills: globalThis.Array.isArray(object?.usedSkills)
+                ? object.usedSkills.map((e) => UsedSkill.fromJSON(e))
+                : globalThis.Array.isArray(object?.used_skills)
+                    ? object.used_skills.map((e) => UsedSkill.fromJSON(e))
+                    : [],
         };
     },
     toJSON(message) {
@@ -212,6 +229,9 @@ export const AfterTurnRequest = {
         if (message.model !== "") {
             obj.model = message.model;
         }
+        if (message.usedSkills?.length) {
+            obj.usedSkills = message.usedSkills.map((e) => UsedSkill.toJSON(e));
+        }
         return obj;
     },
     create(base) {
@@ -228,6 +248,7 @@ export const AfterTurnRequest = {
         message.isHeartbeat = object.isHeartbeat ?? false;
         message.autoCompactionSummary = object.autoCompactionSummary ?? "";
         message.model = object.model ?? "";
+        message.usedSkills = object.usedSkills?.map((e) => UsedSkill.fromPartial(e)) || [];
         return message;
     },
 };
@@ -1229,6 +1250,7 @@ function createBaseCommitTurnRequest() {
         isHeartbeat: false,
         tokenBudget: 0,
         model: "",
+        usedSkills: [],
     };
 }
 export const CommitTurnRequest = {
@@ -1256,6 +1278,9 @@ export const CommitTurnRequest = {
         }
         if (message.model !== "") {
             writer.uint32(66).string(message.model);
+        }
+        for (const v of message.usedSkills) {
+            UsedSkill.encode(v, writer.uint32(74).fork()).join();
         }
         return writer;
     },
@@ -1328,6 +1353,13 @@ export const CommitTurnRequest = {
                         message.model = reader.string();
                         continue;
                     }
+                    case 9: {
+                        if (tag !== 74) {
+                            break;
+                        }
+                        message.usedSkills.push(UsedSkill.decode(reader, reader.uint32()));
+                        continue;
+                    }
                 }
                 if ((tag & 7) === 4 || tag === 0) {
                     break;
@@ -1364,6 +1396,11 @@ export const CommitTurnRequest = {
                     ? globalThis.Number(object.token_budget)
                     : 0,
             model: isSet(object.model) ? globalThis.String(object.model) : "",
+            usedSkills: globalThis.Array.isArray(object?.usedSkills)
+                ? object.usedSkills.map((e) => UsedSkill.fromJSON(e))
+                : globalThis.Array.isArray(object?.used_skills)
+                    ? object.used_skills.map((e) => UsedSkill.fromJSON(e))
+                    : [],
         };
     },
     toJSON(message) {
@@ -1392,6 +1429,9 @@ export const CommitTurnRequest = {
         if (message.model !== "") {
             obj.model = message.model;
         }
+        if (message.usedSkills?.length) {
+            obj.usedSkills = message.usedSkills.map((e) => UsedSkill.toJSON(e));
+        }
         return obj;
     },
     create(base) {
@@ -1413,6 +1453,7 @@ export const CommitTurnRequest = {
         message.isHeartbeat = object.isHeartbeat ?? false;
         message.tokenBudget = object.tokenBudget ?? 0;
         message.model = object.model ?? "";
+        message.usedSkills = object.usedSkills?.map((e) => UsedSkill.fromPartial(e)) || [];
         return message;
     },
 };
@@ -1681,6 +1722,282 @@ export const CommitTurnResponse = {
         return message;
     },
 };
+function createBaseSkillDefinition() {
+    return { name: "", description: "", body: "", uri: "" };
+}
+export const SkillDefinition = {
+    encode(message, writer = new BinaryWriter()) {
+        if (message.name !== "") {
+            writer.uint32(10).string(message.name);
+        }
+        if (message.description !== "") {
+            writer.uint32(18).string(message.description);
+        }
+        if (message.body !== "") {
+            writer.uint32(26).string(message.body);
+        }
+        if (message.uri !== "") {
+            writer.uint32(34).string(message.uri);
+        }
+        return writer;
+    },
+    decode(input, length) {
+        const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+        const previousRecursionDepth = reader.__tsProtoDecodeDepth ?? 0;
+        if (previousRecursionDepth >= 100) {
+            throw new globalThis.Error("protobuf decode recursion limit exceeded");
+        }
+        reader.__tsProtoDecodeDepth = previousRecursionDepth + 1;
+        try {
+            const end = length === undefined ? reader.len : reader.pos + length;
+            const message = createBaseSkillDefinition();
+            while (reader.pos < end) {
+                const tag = reader.uint32();
+                switch (tag >>> 3) {
+                    case 1: {
+                        if (tag !== 10) {
+                            break;
+                        }
+                        message.name = reader.string();
+                        continue;
+                    }
+                    case 2: {
+                        if (tag !== 18) {
+                            break;
+                        }
+                        message.description = reader.string();
+                        continue;
+                    }
+                    case 3: {
+                        if (tag !== 26) {
+                            break;
+                        }
+                        message.body = reader.string();
+                        continue;
+                    }
+                    case 4: {
+                        if (tag !== 34) {
+                            break;
+                        }
+                        message.uri = reader.string();
+                        continue;
+                    }
+                }
+                if ((tag & 7) === 4 || tag === 0) {
+                    break;
+                }
+                reader.skip(tag & 7);
+            }
+            return message;
+        }
+        finally {
+            reader.__tsProtoDecodeDepth = previousRecursionDepth;
+        }
+    },
+    fromJSON(object) {
+        return {
+            name: isSet(object.name) ? globalThis.String(object.name) : "",
+            description: isSet(object.description) ? globalThis.String(object.description) : "",
+            body: isSet(object.body) ? globalThis.String(object.body) : "",
+            uri: isSet(object.uri) ? globalThis.String(object.uri) : "",
+        };
+    },
+    toJSON(message) {
+        const obj = {};
+        if (message.name !== "") {
+            obj.name = message.name;
+        }
+        if (message.description !== "") {
+            obj.description = message.description;
+        }
+        if (message.body !== "") {
+            obj.body = message.body;
+        }
+        if (message.uri !== "") {
+            obj.uri = message.uri;
+        }
+        return obj;
+    },
+    create(base) {
+        return SkillDefinition.fromPartial(base ?? {});
+    },
+    fromPartial(object) {
+        const message = createBaseSkillDefinition();
+        message.name = object.name ?? "";
+        message.description = object.description ?? "";
+        message.body = object.body ?? "";
+        message.uri = object.uri ?? "";
+        return message;
+    },
+};
+function createBaseRegisterSkillsRequest() {
+    return { identity: undefined, skills: [] };
+}
+export const RegisterSkillsRequest = {
+    encode(message, writer = new BinaryWriter()) {
+        if (message.identity !== undefined) {
+            Identity.encode(message.identity, writer.uint32(10).fork()).join();
+        }
+        for (const v of message.skills) {
+            SkillDefinition.encode(v, writer.uint32(18).fork()).join();
+        }
+        return writer;
+    },
+    decode(input, length) {
+        const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+        const previousRecursionDepth = reader.__tsProtoDecodeDepth ?? 0;
+        if (previousRecursionDepth >= 100) {
+            throw new globalThis.Error("protobuf decode recursion limit exceeded");
+        }
+        reader.__tsProtoDecodeDepth = previousRecursionDepth + 1;
+        try {
+            const end = length === undefined ? reader.len : reader.pos + length;
+            const message = createBaseRegisterSkillsRequest();
+            while (reader.pos < end) {
+                const tag = reader.uint32();
+                switch (tag >>> 3) {
+                    case 1: {
+                        if (tag !== 10) {
+                            break;
+                        }
+                        message.identity = Identity.decode(reader, reader.uint32());
+                        continue;
+                    }
+                    case 2: {
+                        if (tag !== 18) {
+                            break;
+                        }
+                        message.skills.push(SkillDefinition.decode(reader, reader.uint32()));
+                        continue;
+                    }
+                }
+                if ((tag & 7) === 4 || tag === 0) {
+                    break;
+                }
+                reader.skip(tag & 7);
+            }
+            return message;
+        }
+        finally {
+            reader.__tsProtoDecodeDepth = previousRecursionDepth;
+        }
+    },
+    fromJSON(object) {
+        return {
+            identity: isSet(object.identity) ? Identity.fromJSON(object.identity) : undefined,
+            skills: globalThis.Array.isArray(object?.skills)
+                ? object.skills.map((e) => SkillDefinition.fromJSON(e))
+                : [],
+        };
+    },
+    toJSON(message) {
+        const obj = {};
+        if (message.identity !== undefined) {
+            obj.identity = Identity.toJSON(message.identity);
+        }
+        if (message.skills?.length) {
+            obj.skills = message.skills.map((e) => SkillDefinition.toJSON(e));
+        }
+        return obj;
+    },
+    create(base) {
+        return RegisterSkillsRequest.fromPartial(base ?? {});
+    },
+    fromPartial(object) {
+        const message = createBaseRegisterSkillsRequest();
+        message.identity = (object.identity !== undefined && object.identity !== null)
+            ? Identity.fromPartial(object.identity)
+            : undefined;
+        message.skills = object.skills?.map((e) => SkillDefinition.fromPartial(e)) || [];
+        return message;
+    },
+};
+function createBaseRegisterSkillsResponse() {
+    return { storedCount: 0, unchangedCount: 0 };
+}
+export const RegisterSkillsResponse = {
+    encode(message, writer = new BinaryWriter()) {
+        if (message.storedCount !== 0) {
+            writer.uint32(8).int32(message.storedCount);
+        }
+        if (message.unchangedCount !== 0) {
+            writer.uint32(16).int32(message.unchangedCount);
+        }
+        return writer;
+    },
+    decode(input, length) {
+        const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+        const previousRecursionDepth = reader.__tsProtoDecodeDepth ?? 0;
+        if (previousRecursionDepth >= 100) {
+            throw new globalThis.Error("protobuf decode recursion limit exceeded");
+        }
+        reader.__tsProtoDecodeDepth = previousRecursionDepth + 1;
+        try {
+            const end = length === undefined ? reader.len : reader.pos + length;
+            const message = createBaseRegisterSkillsResponse();
+            while (reader.pos < end) {
+                const tag = reader.uint32();
+                switch (tag >>> 3) {
+                    case 1: {
+                        if (tag !== 8) {
+                            break;
+                        }
+                        message.storedCount = reader.int32();
+                        continue;
+                    }
+                    case 2: {
+                        if (tag !== 16) {
+                            break;
+                        }
+                        message.unchangedCount = reader.int32();
+                        continue;
+                    }
+                }
+                if ((tag & 7) === 4 || tag === 0) {
+                    break;
+                }
+                reader.skip(tag & 7);
+            }
+            return message;
+        }
+        finally {
+            reader.__tsProtoDecodeDepth = previousRecursionDepth;
+        }
+    },
+    fromJSON(object) {
+        return {
+            storedCount: isSet(object.storedCount)
+                ? globalThis.Number(object.storedCount)
+                : isSet(object.stored_count)
+                    ? globalThis.Number(object.stored_count)
+                    : 0,
+            unchangedCount: isSet(object.unchangedCount)
+                ? globalThis.Number(object.unchangedCount)
+                : isSet(object.unchanged_count)
+                    ? globalThis.Number(object.unchanged_count)
+                    : 0,
+        };
+    },
+    toJSON(message) {
+        const obj = {};
+        if (message.storedCount !== 0) {
+            obj.storedCount = Math.round(message.storedCount);
+        }
+        if (message.unchangedCount !== 0) {
+            obj.unchangedCount = Math.round(message.unchangedCount);
+        }
+        return obj;
+    },
+    create(base) {
+        return RegisterSkillsResponse.fromPartial(base ?? {});
+    },
+    fromPartial(object) {
+        const message = createBaseRegisterSkillsResponse();
+        message.storedCount = object.storedCount ?? 0;
+        message.unchangedCount = object.unchangedCount ?? 0;
+        return message;
+    },
+};
 export const CaptureServiceService = {
     /** Persist the turn that just ended and evaluate the compaction triggers (docs/design.md §3.2). */
     afterTurn: {
@@ -1744,6 +2061,16 @@ export const CaptureServiceService = {
         requestDeserialize: (value) => CommitTurnRequest.decode(value),
         responseSerialize: (value) => Buffer.from(CommitTurnResponse.encode(value).finish()),
         responseDeserialize: (value) => CommitTurnResponse.decode(value),
+    },
+    /** Store (or replace) the host's skills in the user's OpenViking skill space, indexed for recall. */
+    registerSkills: {
+        path: "/contextengine.v1.CaptureService/RegisterSkills",
+        requestStream: false,
+        responseStream: false,
+        requestSerialize: (value) => Buffer.from(RegisterSkillsRequest.encode(value).finish()),
+        requestDeserialize: (value) => RegisterSkillsRequest.decode(value),
+        responseSerialize: (value) => Buffer.from(RegisterSkillsResponse.encode(value).finish()),
+        responseDeserialize: (value) => RegisterSkillsResponse.decode(value),
     },
 };
 export const CaptureServiceClient = makeGenericClientConstructor(CaptureServiceService, "contextengine.v1.CaptureService");

@@ -47,6 +47,68 @@ export function memoryScopeToJSON(object) {
             return "UNRECOGNIZED";
     }
 }
+/** A source recall can read (design Phase 3, recall intent). */
+export var RecallSource;
+(function (RecallSource) {
+    RecallSource[RecallSource["RECALL_SOURCE_UNSPECIFIED"] = 0] = "RECALL_SOURCE_UNSPECIFIED";
+    RecallSource[RecallSource["RECALL_SOURCE_MEMORIES"] = 1] = "RECALL_SOURCE_MEMORIES";
+    RecallSource[RecallSource["RECALL_SOURCE_EXCHANGES"] = 2] = "RECALL_SOURCE_EXCHANGES";
+    RecallSource[RecallSource["RECALL_SOURCE_SUMMARIES"] = 3] = "RECALL_SOURCE_SUMMARIES";
+    RecallSource[RecallSource["RECALL_SOURCE_SKILLS"] = 4] = "RECALL_SOURCE_SKILLS";
+    RecallSource[RecallSource["RECALL_SOURCE_TOOLS"] = 5] = "RECALL_SOURCE_TOOLS";
+    RecallSource[RecallSource["RECALL_SOURCE_DIRECTORY"] = 6] = "RECALL_SOURCE_DIRECTORY";
+    RecallSource[RecallSource["UNRECOGNIZED"] = -1] = "UNRECOGNIZED";
+})(RecallSource || (RecallSource = {}));
+export function recallSourceFromJSON(object) {
+    switch (object) {
+        case 0:
+        case "RECALL_SOURCE_UNSPECIFIED":
+            return RecallSource.RECALL_SOURCE_UNSPECIFIED;
+        case 1:
+        case "RECALL_SOURCE_MEMORIES":
+            return RecallSource.RECALL_SOURCE_MEMORIES;
+        case 2:
+        case "RECALL_SOURCE_EXCHANGES":
+            return RecallSource.RECALL_SOURCE_EXCHANGES;
+        case 3:
+        case "RECALL_SOURCE_SUMMARIES":
+            return RecallSource.RECALL_SOURCE_SUMMARIES;
+        case 4:
+        case "RECALL_SOURCE_SKILLS":
+            return RecallSource.RECALL_SOURCE_SKILLS;
+        case 5:
+        case "RECALL_SOURCE_TOOLS":
+            return RecallSource.RECALL_SOURCE_TOOLS;
+        case 6:
+        case "RECALL_SOURCE_DIRECTORY":
+            return RecallSource.RECALL_SOURCE_DIRECTORY;
+        case -1:
+        case "UNRECOGNIZED":
+        default:
+            return RecallSource.UNRECOGNIZED;
+    }
+}
+export function recallSourceToJSON(object) {
+    switch (object) {
+        case RecallSource.RECALL_SOURCE_UNSPECIFIED:
+            return "RECALL_SOURCE_UNSPECIFIED";
+        case RecallSource.RECALL_SOURCE_MEMORIES:
+            return "RECALL_SOURCE_MEMORIES";
+        case RecallSource.RECALL_SOURCE_EXCHANGES:
+            return "RECALL_SOURCE_EXCHANGES";
+        case RecallSource.RECALL_SOURCE_SUMMARIES:
+            return "RECALL_SOURCE_SUMMARIES";
+        case RecallSource.RECALL_SOURCE_SKILLS:
+            return "RECALL_SOURCE_SKILLS";
+        case RecallSource.RECALL_SOURCE_TOOLS:
+            return "RECALL_SOURCE_TOOLS";
+        case RecallSource.RECALL_SOURCE_DIRECTORY:
+            return "RECALL_SOURCE_DIRECTORY";
+        case RecallSource.UNRECOGNIZED:
+        default:
+            return "UNRECOGNIZED";
+    }
+}
 function createBaseRecalledMemory() {
     return {
         query: "",
@@ -406,6 +468,9 @@ function createBaseTokenAccounting() {
         recalledMemoriesCut: 0,
         summariesCut: 0,
         overBudget: false,
+        skills: 0,
+        tools: 0,
+        directory: 0,
     };
 }
 export const TokenAccounting = {
@@ -436,6 +501,15 @@ export const TokenAccounting = {
         }
         if (message.overBudget !== false) {
             writer.uint32(72).bool(message.overBudget);
+        }
+        if (message.skills !== 0) {
+            writer.uint32(80).int64(message.skills);
+        }
+        if (message.tools !== 0) {
+            writer.uint32(88).int64(message.tools);
+        }
+        if (message.directory !== 0) {
+            writer.uint32(96).int64(message.directory);
         }
         return writer;
     },
@@ -515,6 +589,27 @@ export const TokenAccounting = {
                         message.overBudget = reader.bool();
                         continue;
                     }
+                    case 10: {
+                        if (tag !== 80) {
+                            break;
+                        }
+                        message.skills = longToNumber(reader.int64());
+                        continue;
+                    }
+                    case 11: {
+                        if (tag !== 88) {
+                            break;
+                        }
+                        message.tools = longToNumber(reader.int64());
+                        continue;
+                    }
+                    case 12: {
+                        if (tag !== 96) {
+                            break;
+                        }
+                        message.directory = longToNumber(reader.int64());
+                        continue;
+                    }
                 }
                 if ((tag & 7) === 4 || tag === 0) {
                     break;
@@ -554,6 +649,9 @@ export const TokenAccounting = {
                 : isSet(object.over_budget)
                     ? globalThis.Boolean(object.over_budget)
                     : false,
+            skills: isSet(object.skills) ? globalThis.Number(object.skills) : 0,
+            tools: isSet(object.tools) ? globalThis.Number(object.tools) : 0,
+            directory: isSet(object.directory) ? globalThis.Number(object.directory) : 0,
         };
     },
     toJSON(message) {
@@ -585,6 +683,15 @@ export const TokenAccounting = {
         if (message.overBudget !== false) {
             obj.overBudget = message.overBudget;
         }
+        if (message.skills !== 0) {
+            obj.skills = Math.round(message.skills);
+        }
+        if (message.tools !== 0) {
+            obj.tools = Math.round(message.tools);
+        }
+        if (message.directory !== 0) {
+            obj.directory = Math.round(message.directory);
+        }
         return obj;
     },
     create(base) {
@@ -601,6 +708,547 @@ export const TokenAccounting = {
         message.recalledMemoriesCut = object.recalledMemoriesCut ?? 0;
         message.summariesCut = object.summariesCut ?? 0;
         message.overBudget = object.overBudget ?? false;
+        message.skills = object.skills ?? 0;
+        message.tools = object.tools ?? 0;
+        message.directory = object.directory ?? 0;
+        return message;
+    },
+};
+function createBaseRecallIntent() {
+    return { recall: false, reason: "", sources: [], query: "", dates: [], names: [] };
+}
+export const RecallIntent = {
+    encode(message, writer = new BinaryWriter()) {
+        if (message.recall !== false) {
+            writer.uint32(8).bool(message.recall);
+        }
+        if (message.reason !== "") {
+            writer.uint32(18).string(message.reason);
+        }
+        if (message.sources.length !== 0) {
+            writer.uint32(26).fork();
+            for (const v of message.sources) {
+                writer.int32(v);
+            }
+            writer.join();
+        }
+        if (message.query !== "") {
+            writer.uint32(34).string(message.query);
+        }
+        for (const v of message.dates) {
+            writer.uint32(42).string(v);
+        }
+        for (const v of message.names) {
+            writer.uint32(50).string(v);
+        }
+        return writer;
+    },
+    decode(input, length) {
+        const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+        const previousRecursionDepth = reader.__tsProtoDecodeDepth ?? 0;
+        if (previousRecursionDepth >= 100) {
+            throw new globalThis.Error("protobuf decode recursion limit exceeded");
+        }
+        reader.__tsProtoDecodeDepth = previousRecursionDepth + 1;
+        try {
+            const end = length === undefined ? reader.len : reader.pos + length;
+            const message = createBaseRecallIntent();
+            while (reader.pos < end) {
+                const tag = reader.uint32();
+                switch (tag >>> 3) {
+                    case 1: {
+                        if (tag !== 8) {
+                            break;
+                        }
+                        message.recall = reader.bool();
+                        continue;
+                    }
+                    case 2: {
+                        if (tag !== 18) {
+                            break;
+                        }
+                        message.reason = reader.string();
+                        continue;
+                    }
+                    case 3: {
+                        if (tag === 24) {
+                            message.sources.push(reader.int32());
+                            continue;
+                        }
+                        if (tag === 26) {
+                            const end2 = reader.uint32() + reader.pos;
+                            while (reader.pos < end2) {
+                                message.sources.push(reader.int32());
+                            }
+                            continue;
+                        }
+                        break;
+                    }
+                    case 4: {
+                        if (tag !== 34) {
+                            break;
+                        }
+                        message.query = reader.string();
+                        continue;
+                    }
+                    case 5: {
+                        if (tag !== 42) {
+                            break;
+                        }
+                        message.dates.push(reader.string());
+                        continue;
+                    }
+                    case 6: {
+                        if (tag !== 50) {
+                            break;
+                        }
+                        message.names.push(reader.string());
+                        continue;
+                    }
+                }
+                if ((tag & 7) === 4 || tag === 0) {
+                    break;
+                }
+                reader.skip(tag & 7);
+            }
+            return message;
+        }
+        finally {
+            reader.__tsProtoDecodeDepth = previousRecursionDepth;
+        }
+    },
+    fromJSON(object) {
+        return {
+            recall: isSet(object.recall) ? globalThis.Boolean(object.recall) : false,
+            reason: isSet(object.reason) ? globalThis.String(object.reason) : "",
+            sources: globalThis.Array.isArray(object?.sources) ? object.sources.map((e) => recallSourceFromJSON(e)) : [],
+            query: isSet(object.query) ? globalThis.String(object.query) : "",
+            dates: globalThis.Array.isArray(object?.dates) ? object.dates.map((e) => globalThis.String(e)) : [],
+            names: globalThis.Array.isArray(object?.names) ? object.names.map((e) => globalThis.String(e)) : [],
+        };
+    },
+    toJSON(message) {
+        const obj = {};
+        if (message.recall !== false) {
+            obj.recall = message.recall;
+        }
+        if (message.reason !== "") {
+            obj.reason = message.reason;
+        }
+        if (message.sources?.length) {
+            obj.sources = message.sources.map((e) => recallSourceToJSON(e));
+        }
+        if (message.query !== "") {
+            obj.query = message.query;
+        }
+        if (message.dates?.length) {
+            obj.dates = message.dates;
+        }
+        if (message.names?.length) {
+            obj.names = message.names;
+        }
+        return obj;
+    },
+    create(base) {
+        return RecallIntent.fromPartial(base ?? {});
+    },
+    fromPartial(object) {
+        const message = createBaseRecallIntent();
+        message.recall = object.recall ?? false;
+        message.reason = object.reason ?? "";
+        message.sources = object.sources?.map((e) => e) || [];
+        message.query = object.query ?? "";
+        message.dates = object.dates?.map((e) => e) || [];
+        message.names = object.names?.map((e) => e) || [];
+        return message;
+    },
+};
+function createBaseInjectedSkill() {
+    return { name: "", description: "", uri: "", bodyIncluded: false, failureNote: "", score: 0 };
+}
+export const InjectedSkill = {
+    encode(message, writer = new BinaryWriter()) {
+        if (message.name !== "") {
+            writer.uint32(10).string(message.name);
+        }
+        if (message.description !== "") {
+            writer.uint32(18).string(message.description);
+        }
+        if (message.uri !== "") {
+            writer.uint32(26).string(message.uri);
+        }
+        if (message.bodyIncluded !== false) {
+            writer.uint32(32).bool(message.bodyIncluded);
+        }
+        if (message.failureNote !== "") {
+            writer.uint32(42).string(message.failureNote);
+        }
+        if (message.score !== 0) {
+            writer.uint32(49).double(message.score);
+        }
+        return writer;
+    },
+    decode(input, length) {
+        const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+        const previousRecursionDepth = reader.__tsProtoDecodeDepth ?? 0;
+        if (previousRecursionDepth >= 100) {
+            throw new globalThis.Error("protobuf decode recursion limit exceeded");
+        }
+        reader.__tsProtoDecodeDepth = previousRecursionDepth + 1;
+        try {
+            const end = length === undefined ? reader.len : reader.pos + length;
+            const message = createBaseInjectedSkill();
+            while (reader.pos < end) {
+                const tag = reader.uint32();
+                switch (tag >>> 3) {
+                    case 1: {
+                        if (tag !== 10) {
+                            break;
+                        }
+                        message.name = reader.string();
+                        continue;
+                    }
+                    case 2: {
+                        if (tag !== 18) {
+                            break;
+                        }
+                        message.description = reader.string();
+                        continue;
+                    }
+                    case 3: {
+                        if (tag !== 26) {
+                            break;
+                        }
+                        message.uri = reader.string();
+                        continue;
+                    }
+                    case 4: {
+                        if (tag !== 32) {
+                            break;
+                        }
+                        message.bodyIncluded = reader.bool();
+                        continue;
+                    }
+                    case 5: {
+                        if (tag !== 42) {
+                            break;
+                        }
+                        message.failureNote = reader.string();
+                        continue;
+                    }
+                    case 6: {
+                        if (tag !== 49) {
+                            break;
+                        }
+                        message.score = reader.double();
+                        continue;
+                    }
+                }
+                if ((tag & 7) === 4 || tag === 0) {
+                    break;
+                }
+                reader.skip(tag & 7);
+            }
+            return message;
+        }
+        finally {
+            reader.__tsProtoDecodeDepth = previousRecursionDepth;
+        }
+    },
+    fromJSON(object) {
+        return {
+            name: isSet(object.name) ? globalThis.String(object.name) : "",
+            description: isSet(object.description) ? globalThis.String(object.description) : "",
+            uri: isSet(object.uri) ? globalThis.String(object.uri) : "",
+            bodyIncluded: isSet(object.bodyIncluded)
+                ? globalThis.Boolean(object.bodyIncluded)
+                : isSet(object.body_included)
+                    ? globalThis.Boolean(object.body_included)
+                    : false,
+            failureNote: isSet(object.failureNote)
+                ? globalThis.String(object.failureNote)
+                : isSet(object.failure_note)
+                    ? globalThis.String(object.failure_note)
+                    : "",
+            score: isSet(object.score) ? globalThis.Number(object.score) : 0,
+        };
+    },
+    toJSON(message) {
+        const obj = {};
+        if (message.name !== "") {
+            obj.name = message.name;
+        }
+        if (message.description !== "") {
+            obj.description = message.description;
+        }
+        if (message.uri !== "") {
+            obj.uri = message.uri;
+        }
+        if (message.bodyIncluded !== false) {
+            obj.bodyIncluded = message.bodyIncluded;
+        }
+        if (message.failureNote !== "") {
+            obj.failureNote = message.failureNote;
+        }
+        if (message.score !== 0) {
+            obj.score = floatToJson(message.score);
+        }
+        return obj;
+    },
+    create(base) {
+        return InjectedSkill.fromPartial(base ?? {});
+    },
+    fromPartial(object) {
+        const message = createBaseInjectedSkill();
+        message.name = object.name ?? "";
+        message.description = object.description ?? "";
+        message.uri = object.uri ?? "";
+        message.bodyIncluded = object.bodyIncluded ?? false;
+        message.failureNote = object.failureNote ?? "";
+        message.score = object.score ?? 0;
+        return message;
+    },
+};
+function createBaseToolExperience() {
+    return { toolName: "", error: "", failingArguments: "", fixArguments: "", failures: 0, successes: 0 };
+}
+export const ToolExperience = {
+    encode(message, writer = new BinaryWriter()) {
+        if (message.toolName !== "") {
+            writer.uint32(10).string(message.toolName);
+        }
+        if (message.error !== "") {
+            writer.uint32(18).string(message.error);
+        }
+        if (message.failingArguments !== "") {
+            writer.uint32(26).string(message.failingArguments);
+        }
+        if (message.fixArguments !== "") {
+            writer.uint32(34).string(message.fixArguments);
+        }
+        if (message.failures !== 0) {
+            writer.uint32(40).int32(message.failures);
+        }
+        if (message.successes !== 0) {
+            writer.uint32(48).int32(message.successes);
+        }
+        return writer;
+    },
+    decode(input, length) {
+        const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+        const previousRecursionDepth = reader.__tsProtoDecodeDepth ?? 0;
+        if (previousRecursionDepth >= 100) {
+            throw new globalThis.Error("protobuf decode recursion limit exceeded");
+        }
+        reader.__tsProtoDecodeDepth = previousRecursionDepth + 1;
+        try {
+            const end = length === undefined ? reader.len : reader.pos + length;
+            const message = createBaseToolExperience();
+            while (reader.pos < end) {
+                const tag = reader.uint32();
+                switch (tag >>> 3) {
+                    case 1: {
+                        if (tag !== 10) {
+                            break;
+                        }
+                        message.toolName = reader.string();
+                        continue;
+                    }
+                    case 2: {
+                        if (tag !== 18) {
+                            break;
+                        }
+                        message.error = reader.string();
+                        continue;
+                    }
+                    case 3: {
+                        if (tag !== 26) {
+                            break;
+                        }
+                        message.failingArguments = reader.string();
+                        continue;
+                    }
+                    case 4: {
+                        if (tag !== 34) {
+                            break;
+                        }
+                        message.fixArguments = reader.string();
+                        continue;
+                    }
+                    case 5: {
+                        if (tag !== 40) {
+                            break;
+                        }
+                        message.failures = reader.int32();
+                        continue;
+                    }
+                    case 6: {
+                        if (tag !== 48) {
+                            break;
+                        }
+                        message.successes = reader.int32();
+                        continue;
+                    }
+                }
+                if ((tag & 7) === 4 || tag === 0) {
+                    break;
+                }
+                reader.skip(tag & 7);
+            }
+            return message;
+        }
+        finally {
+            reader.__tsProtoDecodeDepth = previousRecursionDepth;
+        }
+    },
+    fromJSON(object) {
+        return {
+            toolName: isSet(object.toolName)
+                ? globalThis.String(object.toolName)
+                : isSet(object.tool_name)
+                    ? globalThis.String(object.tool_name)
+                    : "",
+            error: isSet(object.error) ? globalThis.String(object.error) : "",
+            failingArguments: isSet(object.failingArguments)
+                ? globalThis.String(object.failingArguments)
+                : isSet(object.failing_arguments)
+                    ? globalThis.String(object.failing_arguments)
+                    : "",
+            fixArguments: isSet(object.fixArguments)
+                ? globalThis.String(object.fixArguments)
+                : isSet(object.fix_arguments)
+                    ? globalThis.String(object.fix_arguments)
+                    : "",
+            failures: isSet(object.failures) ? globalThis.Number(object.failures) : 0,
+            successes: isSet(object.successes) ? globalThis.Number(object.successes) : 0,
+        };
+    },
+    toJSON(message) {
+        const obj = {};
+        if (message.toolName !== "") {
+            obj.toolName = message.toolName;
+        }
+        if (message.error !== "") {
+            obj.error = message.error;
+        }
+        if (message.failingArguments !== "") {
+            obj.failingArguments = message.failingArguments;
+        }
+        if (message.fixArguments !== "") {
+            obj.fixArguments = message.fixArguments;
+        }
+        if (message.failures !== 0) {
+            obj.failures = Math.round(message.failures);
+        }
+        if (message.successes !== 0) {
+            obj.successes = Math.round(message.successes);
+        }
+        return obj;
+    },
+    create(base) {
+        return ToolExperience.fromPartial(base ?? {});
+    },
+    fromPartial(object) {
+        const message = createBaseToolExperience();
+        message.toolName = object.toolName ?? "";
+        message.error = object.error ?? "";
+        message.failingArguments = object.failingArguments ?? "";
+        message.fixArguments = object.fixArguments ?? "";
+        message.failures = object.failures ?? 0;
+        message.successes = object.successes ?? 0;
+        return message;
+    },
+};
+function createBaseDirectoryEntry() {
+    return { uri: "", kind: "", abstract: "" };
+}
+export const DirectoryEntry = {
+    encode(message, writer = new BinaryWriter()) {
+        if (message.uri !== "") {
+            writer.uint32(10).string(message.uri);
+        }
+        if (message.kind !== "") {
+            writer.uint32(18).string(message.kind);
+        }
+        if (message.abstract !== "") {
+            writer.uint32(26).string(message.abstract);
+        }
+        return writer;
+    },
+    decode(input, length) {
+        const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+        const previousRecursionDepth = reader.__tsProtoDecodeDepth ?? 0;
+        if (previousRecursionDepth >= 100) {
+            throw new globalThis.Error("protobuf decode recursion limit exceeded");
+        }
+        reader.__tsProtoDecodeDepth = previousRecursionDepth + 1;
+        try {
+            const end = length === undefined ? reader.len : reader.pos + length;
+            const message = createBaseDirectoryEntry();
+            while (reader.pos < end) {
+                const tag = reader.uint32();
+                switch (tag >>> 3) {
+                    case 1: {
+                        if (tag !== 10) {
+                            break;
+                        }
+                        message.uri = reader.string();
+                        continue;
+                    }
+                    case 2: {
+                        if (tag !== 18) {
+                            break;
+                        }
+                        message.kind = reader.string();
+                        continue;
+                    }
+                    case 3: {
+                        if (tag !== 26) {
+                            break;
+                        }
+                        message.abstract = reader.string();
+                        continue;
+                    }
+                }
+                if ((tag & 7) === 4 || tag === 0) {
+                    break;
+                }
+                reader.skip(tag & 7);
+            }
+            return message;
+        }
+        finally {
+            reader.__tsProtoDecodeDepth = previousRecursionDepth;
+        }
+    },
+    fromJSON(object) {
+        return {
+            uri: isSet(object.uri) ? globalThis.String(object.uri) : "",
+            kind: isSet(object.kind) ? globalThis.String(object.kind) : "",
+            abstract: isSet(object.abstract) ? globalThis.String(object.abstract) : "",
+        };
+    },
+    toJSON(message) {
+        const obj = {};
+        if (message.uri !== "") {
+            obj.uri = message.uri;
+        }
+        if (message.kind !== "") {
+            obj.kind = message.kind;
+        }
+        if (message.abstract !== "") {
+            obj.abstract = message.abstract;
+        }
+        return obj;
+    },
+    create(base) {
+        return DirectoryEntry.fromPartial(base ?? {});
+    },
+    fromPartial(object) {
+        const message = createBaseDirectoryEntry();
+        message.uri = object.uri ?? "";
+        message.kind = object.kind ?? "";
+        message.abstract = object.abstract ?? "";
         return message;
     },
 };
@@ -617,6 +1265,10 @@ function createBaseAssembledContextPacket() {
         recallSkipReason: "",
         degraded: false,
         degradedReasons: [],
+        recallIntent: undefined,
+        skills: [],
+        toolExperience: [],
+        directory: [],
     };
 }
 export const AssembledContextPacket = {
@@ -653,6 +1305,18 @@ export const AssembledContextPacket = {
         }
         for (const v of message.degradedReasons) {
             writer.uint32(90).string(v);
+        }
+        if (message.recallIntent !== undefined) {
+            RecallIntent.encode(message.recallIntent, writer.uint32(98).fork()).join();
+        }
+        for (const v of message.skills) {
+            InjectedSkill.encode(v, writer.uint32(106).fork()).join();
+        }
+        for (const v of message.toolExperience) {
+            ToolExperience.encode(v, writer.uint32(114).fork()).join();
+        }
+        for (const v of message.directory) {
+            DirectoryEntry.encode(v, writer.uint32(122).fork()).join();
         }
         return writer;
     },
@@ -746,6 +1410,34 @@ export const AssembledContextPacket = {
                         message.degradedReasons.push(reader.string());
                         continue;
                     }
+                    case 12: {
+                        if (tag !== 98) {
+                            break;
+                        }
+                        message.recallIntent = RecallIntent.decode(reader, reader.uint32());
+                        continue;
+                    }
+                    case 13: {
+                        if (tag !== 106) {
+                            break;
+                        }
+                        message.skills.push(InjectedSkill.decode(reader, reader.uint32()));
+                        continue;
+                    }
+                    case 14: {
+                        if (tag !== 114) {
+                            break;
+                        }
+                        message.toolExperience.push(ToolExperience.decode(reader, reader.uint32()));
+                        continue;
+                    }
+                    case 15: {
+                        if (tag !== 122) {
+                            break;
+                        }
+                        message.directory.push(DirectoryEntry.decode(reader, reader.uint32()));
+                        continue;
+                    }
                 }
                 if ((tag & 7) === 4 || tag === 0) {
                     break;
@@ -807,6 +1499,22 @@ export const AssembledContextPacket = {
                 : globalThis.Array.isArray(object?.degraded_reasons)
                     ? object.degraded_reasons.map((e) => globalThis.String(e))
                     : [],
+            recallIntent: isSet(object.recallIntent)
+                ? RecallIntent.fromJSON(object.recallIntent)
+                : isSet(object.recall_intent)
+                    ? RecallIntent.fromJSON(object.recall_intent)
+                    : undefined,
+            skills: globalThis.Array.isArray(object?.skills)
+                ? object.skills.map((e) => InjectedSkill.fromJSON(e))
+                : [],
+            toolExperience: globalThis.Array.isArray(object?.toolExperience)
+                ? object.toolExperience.map((e) => ToolExperience.fromJSON(e))
+                : globalThis.Array.isArray(object?.tool_experience)
+                    ? object.tool_experience.map((e) => ToolExperience.fromJSON(e))
+                    : [],
+            directory: globalThis.Array.isArray(object?.directory)
+                ? object.directory.map((e) => DirectoryEntry.fromJSON(e))
+                : [],
         };
     },
     toJSON(message) {
@@ -844,6 +1552,18 @@ export const AssembledContextPacket = {
         if (message.degradedReasons?.length) {
             obj.degradedReasons = message.degradedReasons;
         }
+        if (message.recallIntent !== undefined) {
+            obj.recallIntent = RecallIntent.toJSON(message.recallIntent);
+        }
+        if (message.skills?.length) {
+            obj.skills = message.skills.map((e) => InjectedSkill.toJSON(e));
+        }
+        if (message.toolExperience?.length) {
+            obj.toolExperience = message.toolExperience.map((e) => ToolExperience.toJSON(e));
+        }
+        if (message.directory?.length) {
+            obj.directory = message.directory.map((e) => DirectoryEntry.toJSON(e));
+        }
         return obj;
     },
     create(base) {
@@ -864,6 +1584,12 @@ export const AssembledContextPacket = {
         message.recallSkipReason = object.recallSkipReason ?? "";
         message.degraded = object.degraded ?? false;
         message.degradedReasons = object.degradedReasons?.map((e) => e) || [];
+        message.recallIntent = (object.recallIntent !== undefined && object.recallIntent !== null)
+            ? RecallIntent.fromPartial(object.recallIntent)
+            : undefined;
+        message.skills = object.skills?.map((e) => InjectedSkill.fromPartial(e)) || [];
+        message.toolExperience = object.toolExperience?.map((e) => ToolExperience.fromPartial(e)) || [];
+        message.directory = object.directory?.map((e) => DirectoryEntry.fromPartial(e)) || [];
         return message;
     },
 };
