@@ -19,6 +19,7 @@ COPY pyproject.toml ./
 COPY shared/ ./shared/
 COPY services/ ./services/
 COPY gen/python/ ./gen/python/
+COPY clients/python/src/ ./clients/python/src/
 # The build backend (hatchling) is pinned in pyproject's [build-system]; runtime deps are pinned
 # in [project.dependencies].
 RUN python -m pip wheel --no-deps --wheel-dir /dist . \

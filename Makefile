@@ -32,7 +32,7 @@ openclaw-plugin/node_modules/.installed: openclaw-plugin/package.json openclaw-p
 install: $(VENV)/.installed node_modules/.installed openclaw-plugin/node_modules/.installed ## Install the Python and Node.js toolchains (pinned)
 
 .PHONY: protos
-protos: install ## Regenerate the Python (typed) and TypeScript stubs from protos/
+protos: install ## Regenerate the Python (typed) and TypeScript stubs from protos/ (and the npm package's compiled ones)
 	rm -rf $(GEN_PY) $(GEN_TS)
 	mkdir -p $(GEN_PY) $(GEN_TS)
 	$(PY) -m grpc_tools.protoc -I protos \
@@ -45,15 +45,17 @@ protos: install ## Regenerate the Python (typed) and TypeScript stubs from proto
 	  --ts_proto_out=$(GEN_TS) \
 	  --ts_proto_opt=outputServices=grpc-js,esModuleInterop=true,useDate=false,importSuffix=.js \
 	  $(PROTO_FILES)
+	rm -rf clients/node/dist
+	node_modules/.bin/tsc -p clients/node/tsconfig.json
 
 .PHONY: protos-check
 protos-check: protos ## Fail if the generated stubs differ from what is committed
-	git diff --exit-code -- gen/ && test -z "$$(git status --porcelain -- gen/)"
+	git diff --exit-code -- gen/ clients/node/dist/ && test -z "$$(git status --porcelain -- gen/ clients/node/dist/)"
 
 .PHONY: lint
 lint: install ## ruff, buf lint (and buf breaking against main when it has v1)
-	$(BIN)/ruff check shared services tests
-	$(BIN)/ruff format --check shared services tests
+	$(BIN)/ruff check shared services tests clients examples
+	$(BIN)/ruff format --check shared services tests clients examples
 	$(BIN)/buf lint
 	scripts/buf-breaking.sh $(BIN)/buf
 

@@ -1,14 +1,16 @@
 """One frozen settings object, from a JSON file plus the environment.
 
-The file uses the upstream OpenClaw plugin's camelCase keys (design §7.1), so an old plugin
-config file starts the services unchanged; the new keys of §7.2 and the engine's own keys sit
+The file uses the upstream OpenClaw plugin's camelCase keys (docs/design.md §7.1), so an old plugin
+config file starts the services unchanged; the new keys of docs/design.md §7.2 and the engine's own keys sit
 beside them. Every key can be overridden by `CONTEXT_ENGINE_<UPPER_SNAKE_KEY>` (for example
 `CONTEXT_ENGINE_BASE_URL`). Every invalid value is reported at once, by name.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
+import logging
 import os
 import re
 from collections.abc import Mapping
@@ -34,11 +36,28 @@ from shared.openviking.shards import (
     shard_map_problems,
 )
 
+log = logging.getLogger("contextengine.config")
+
 CONFIG_PATH_ENV = "CONTEXT_ENGINE_CONFIG"
+ENV_PREFIX = "CONTEXT_ENGINE_"
+OTHER_ENVIRONMENT: Mapping[str, str] = {
+    CONFIG_PATH_ENV: "JSON config file of the services (`--config` overrides it).",
+    "CONTEXT_ENGINE_LLM_BASE_URL": "`make run`: an OpenAI-compatible endpoint for OpenViking's "
+    "summaries and memory extraction (with `CONTEXT_ENGINE_LLM_MODEL`).",
+    "CONTEXT_ENGINE_LLM_MODEL": "`make run`: the model at `CONTEXT_ENGINE_LLM_BASE_URL`.",
+    "CONTEXT_ENGINE_LLM_API_KEY": "`make run`: the key of that endpoint (or of the LiteLLM model).",
+    "CONTEXT_ENGINE_LLM_LITELLM_MODEL": "`make run`: a LiteLLM model name instead of a base URL.",
+    "CONTEXT_ENGINE_STACK_DIR": "`make run` and the tests: where the local stack keeps its "
+    "runtimes and data (default `.stack/`).",
+    "CONTEXT_ENGINE_EMBEDDINGS_PORT": "`make run`: the embedding server's port (default 8011; "
+    "OpenViking's is `port`, the engine's `grpcPort`).",
+    "CONTEXT_ENGINE_TEST_EMBEDDINGS_URL": "Tests: reuse an embedding server already running there.",
+}
+"""`CONTEXT_ENGINE_*` variables that are not settings: read by the local stack, the demo and the
+tests. Any other `CONTEXT_ENGINE_*` name is a typo, warned about at startup."""
 ENGINE_PLUGIN_IDS = ("viking-context-engine", "openviking")
 """Plugin ids whose `plugins.entries` block is the engine's when no context-engine slot is set:
 this project's OpenClaw plugin, then the upstream plugin (which existing configs use)."""
-ENV_PREFIX = "CONTEXT_ENGINE_"
 # Keys of the upstream plugin that the engine accepts but has no use for.
 _UPSTREAM_IGNORED_KEYS = frozenset(
     {
@@ -67,18 +86,26 @@ def _upper_snake(alias: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", alias).upper()
 
 
+def env_name(alias: str) -> str:
+    """The environment variable that overrides the setting with file key `alias`."""
+    return ENV_PREFIX + _upper_snake(alias)
+
+
 class Settings(BaseModel):
     """Engine settings. Field aliases are the config-file keys."""
 
-    model_config = ConfigDict(frozen=True, populate_by_name=True, extra="forbid")
+    # Attribute docstrings become the fields' descriptions: docs/config.md is generated from them.
+    model_config = ConfigDict(
+        frozen=True, populate_by_name=True, extra="forbid", use_attribute_docstrings=True
+    )
 
-    # --- upstream plugin keys (§7.1) ---
+    # --- upstream plugin keys (docs/design.md §7.1) ---
     mode: Literal["local", "remote"] = "local"
     """local: the engine starts and owns an OpenViking server; remote: it uses an existing one."""
     config_path: str | None = Field(default=None, alias="configPath")
     """Local mode: an ov.conf to start OpenViking with instead of the generated one."""
     port: int = Field(default=1933, ge=1, le=65535)
-    """Local mode: OpenViking's port."""
+    """Local mode: OpenViking's port (not the engine's: that is `grpcPort`)."""
     base_url: str = Field(default="http://127.0.0.1:1933", alias="baseUrl", pattern=r"^https?://\S+$")
     """OpenViking's base URL."""
     openviking_shards: dict[str, str] = Field(default_factory=dict, alias="openvikingShards")
@@ -94,13 +121,19 @@ class Settings(BaseModel):
     timeout_ms: int = Field(default=15000, alias="timeoutMs", gt=0, le=600_000)
     """Default timeout of one OpenViking call."""
     auto_recall: bool = Field(default=True, alias="autoRecall")
+    """Assemble recalls memories and past exchanges for the prompt; off = no automatic recall."""
     auto_capture: bool = Field(default=True, alias="autoCapture")
+    """AfterTurn / CommitTurn store the host's turns; off = they answer without storing."""
     capture_max_length: int = Field(default=24000, alias="captureMaxLength", gt=0)
     """Longest text the capture decision treats as worth extracting."""
     recall_limit: int = Field(default=6, alias="recallLimit", ge=1, le=100)
+    """Most items RecallMemories returns when the request sets no limit."""
     recall_score_threshold: float = Field(default=0.15, alias="recallScoreThreshold", ge=0.0, le=1.0)
+    """Lowest semantic score a stored memory needs to be recalled."""
     recall_max_content_chars: int = Field(default=500, alias="recallMaxContentChars", ge=20, le=100_000)
+    """Longest content of one recalled item, in characters (longer ones are cut)."""
     recall_prefer_abstract: bool = Field(default=True, alias="recallPreferAbstract")
+    """Show a memory's abstract instead of its full text when OpenViking has one."""
     recall_token_budget: int = Field(default=0, alias="recallTokenBudget", ge=0, le=1_000_000)
     """Cap on the injected recall pair's tokens; 0 (default) = no cap beyond the request's budget.
 
@@ -120,17 +153,27 @@ class Settings(BaseModel):
     session, at 1k tokens a 0.5 share let the recent window take ~500 tokens and evidence recall
     was 64.8 %; 0.75 gives 69.4 %, the same at 2k-8k (where both fit)."""
 
-    # --- refactor keys (§7.2) ---
+    # --- refactor keys (docs/design.md §7.2) ---
     recent_raw_turn_count: int = Field(default=8, alias="recentRawTurnCount", ge=1, le=10_000)
+    """Exchanges of the recent raw window Assemble keeps verbatim (shrunk from its oldest end to
+    fit the budget); also the raw turns a Compact keeps."""
     assemble_recall_window: int = Field(default=5, alias="assembleRecallWindow", ge=1, le=100)
+    """Newest messages the recall query may draw on; the previous user turn is added only when
+    the prompt has fewer than three content words."""
     compact_commit_threshold: float = Field(default=0.75, alias="compactCommitThreshold", gt=0.0, le=1.0)
+    """BUDGET trigger: compact once the stream's active tokens reach this share of the budget."""
     memory_expand_max_results: int = Field(default=6, alias="memoryExpandMaxResults", ge=1, le=100)
+    """Most turns one ExpandMemory page returns (a request's `limit` of 0 or above it means this)."""
 
     # --- engine keys ---
     default_token_budget: int = Field(default=128_000, alias="defaultTokenBudget", gt=0)
+    """Budget of a request whose `token_budget` is 0 (Assemble, AfterTurn, CommitTurn)."""
     compact_tokens_added_threshold: int = Field(default=30_000, alias="compactTokensAddedThreshold", gt=0)
+    """TOKENS_ADDED trigger: compact once this many tokens arrived since the last compaction."""
     compact_turn_threshold: int = Field(default=20, alias="compactTurnThreshold", gt=0)
+    """TURN_COUNT trigger: compact once this many turns arrived since the last compaction."""
     compact_interval_minutes: float = Field(default=30.0, alias="compactIntervalMinutes", gt=0)
+    """INTERVAL trigger: compact this long after the last compaction when a turn arrived since."""
     compact_task_timeout_ms: int = Field(default=120_000, alias="compactTaskTimeoutMs", gt=0)
     """How long a synchronous Compact waits for OpenViking's phase 2."""
     compact_summary_max_tokens: int = Field(default=200, alias="compactSummaryMaxTokens", ge=20, le=8000)
@@ -139,6 +182,7 @@ class Settings(BaseModel):
     fallback_recall_enabled: bool = Field(default=True, alias="fallbackRecallEnabled")
     """Serve RecallFallback (the before_prompt_build path). Off = engine-only lifecycle."""
     recall_timeout_ms: int = Field(default=5000, alias="recallTimeoutMs", gt=0)
+    """Longest Assemble waits for recall; past it the context is built without (degraded)."""
     openviking_auth_mode: Literal["dev", "trusted", "api_key"] = Field(
         default="dev", alias="openvikingAuthMode"
     )
@@ -146,13 +190,19 @@ class Settings(BaseModel):
     default_encoding: Literal["cl100k_base", "o200k_base"] = Field(
         default="o200k_base", alias="defaultEncoding"
     )
+    """Tokenizer for a request whose model the engine does not know."""
     grpc_host: str = Field(default="127.0.0.1", alias="grpcHost")
+    """Address the gRPC server binds (`0.0.0.0` to serve other machines)."""
     grpc_port: int = Field(default=50051, alias="grpcPort", ge=0, le=65535)
+    """Port the gRPC server binds (0 = any free port); `--port` overrides it."""
     compaction_target: str = Field(default="", alias="compactionTarget")
     """gRPC target of CompactionService for capture's triggers; empty = in this process."""
     shutdown_grace_seconds: float = Field(default=20.0, alias="shutdownGraceSeconds", ge=0, le=600)
+    """How long in-flight calls may finish after SIGTERM before the server stops."""
     max_connection_age_seconds: int = Field(default=300, alias="maxConnectionAgeSeconds", ge=1)
+    """Server closes a client connection after this long, so clients re-balance over replicas."""
     max_message_bytes: int = Field(default=16 * 1024 * 1024, alias="maxMessageBytes", ge=1024)
+    """Largest gRPC request or response, in bytes."""
 
     @field_validator("openviking_shards", mode="before")
     @classmethod
@@ -257,9 +307,11 @@ def load_settings(
         raw.update(_unwrap_plugin_file(loaded))
     aliases = _aliases()
     for alias in aliases:
-        value = env.get(ENV_PREFIX + _upper_snake(alias))
+        value = env.get(env_name(alias))
         if value is not None:
             raw[alias] = value
+    for warning in unknown_environment(env):
+        log.warning("%s", warning)
     raw.update(overrides or {})
     for key in list(raw):
         if key in _UPSTREAM_IGNORED_KEYS and key not in aliases:
@@ -276,6 +328,21 @@ def load_settings(
     if problems:
         raise ConfigurationError(problems)
     return settings
+
+
+def unknown_environment(environ: Mapping[str, str]) -> list[str]:
+    """One line per `CONTEXT_ENGINE_*` variable that nothing reads, with the likeliest meant name.
+
+    A misspelt JSON key is refused, but the environment holds other programs' variables too, so
+    an unknown name there is a warning, not an error.
+    """
+    known = {env_name(alias) for alias in _aliases()} | set(OTHER_ENVIRONMENT)
+    lines = []
+    for name in sorted(n for n in environ if n.startswith(ENV_PREFIX) and n not in known):
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
+        hint = f" (did you mean {close[0]}?)" if close else " (docs/config.md lists every variable)"
+        lines.append(f"{name}: not a context-engine setting, ignored{hint}")
+    return lines
 
 
 def _describe(error: Any) -> str:

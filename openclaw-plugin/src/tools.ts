@@ -1,5 +1,5 @@
 /**
- * memory_recall / memory_store / memory_forget / memory_expand (design §6) over the engine's
+ * memory_recall / memory_store / memory_forget / memory_expand (docs/design.md §6) over the engine's
  * RPCs. Listed in the manifest's `contracts.tools` and `catalogMode: "direct-only"`, so the model
  * sees them directly instead of behind the host's tool search. A tool call joins the trace of
  * the turn it belongs to.

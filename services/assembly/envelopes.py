@@ -1,4 +1,4 @@
-"""Host messages as `TurnEnvelope`s, for the packet's `recent_raw_turns` (design §5.1)."""
+"""Host messages as `TurnEnvelope`s, for the packet's `recent_raw_turns` (docs/design.md §5.1)."""
 
 from __future__ import annotations
 

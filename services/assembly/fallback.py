@@ -1,4 +1,4 @@
-"""The legacy `<relevant-memories>` block for hosts without the full lifecycle (design §3.1).
+"""The legacy `<relevant-memories>` block for hosts without the full lifecycle (docs/design.md §3.1).
 
 Same retrieval and bounds as auto recall; only the injected shape differs.
 """

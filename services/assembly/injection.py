@@ -1,6 +1,6 @@
 """Messages the engine adds to the host's transcript, marked so capture can recognise them.
 
-Auto recall is injected as a synthetic tool exchange (design §3.3): an assistant message with a
+Auto recall is injected as a synthetic tool exchange (docs/design.md §3.3): an assistant message with a
 `memory_recall_auto` tool call, immediately followed by its tool result, so the model sees the
 retrieval action and its bounds the same way as an explicit `memory_recall`.
 """

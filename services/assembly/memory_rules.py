@@ -1,4 +1,4 @@
-"""The upstream plugin's memory rules (design §3.1), applied to the memory candidates: score
+"""The upstream plugin's memory rules (docs/design.md §3.1), applied to the memory candidates: score
 threshold, category+abstract dedupe, query-aware ranking (leaf, temporal, preference and keyword
 bonuses) and per-item truncation."""
 

@@ -1,4 +1,4 @@
-"""Budgeted packing of the model's context (design §3.3 steps 6-7, with the budget rule of the
+"""Budgeted packing of the model's context (docs/design.md §3.3 steps 5-6, with the budget rule of the
 lossless-recall issue).
 
 The total never exceeds the request's budget when the newest exchange alone fits; only then is

@@ -4,7 +4,7 @@
 2. candidates per source (`candidates`), fetched concurrently:
    - *memories*: one semantic `find` over the user's memories, the turn index included (the
      query is embedded once; every hit carries its text), then the upstream memory rules
-     (`memory_rules`, design §3.1): level 2 only, other agents' memories dropped, score
+     (`memory_rules`, docs/design.md §3.1): level 2 only, other agents' memories dropped, score
      threshold, category+abstract dedupe, query-aware ranking;
    - *turns, semantic*: the same find's turn-index documents above the threshold;
    - *turns, lexical*: BM25 over every exchange of the user in the replica's derived index

@@ -1,8 +1,8 @@
 """The recall tool result's JSON: compact items, built from pieces that tokenize on their own.
 
 The model reads `{"memories": ["2026-03-04 14:05 user: ...\\nassistant: ... ref=t3fa9c2d1e4.12",
-...], "source": "openviking-auto-recall"}`: the design's `{"memories": [...], "source": ...}`
-shape (§3.3), each item one string that says when it was said (once, not per line), what was
+...], "source": "openviking-auto-recall"}`: the `{"memories": [...], "source": ...}`
+shape of docs/design.md §3.3, each item one string that says when it was said (once, not per line), what was
 said, and the handle `memory_expand` takes (`shared.domain.recall_handles`). No score, kind, URI
 or category keys: measured on long conversations (the recall issue), those took 82 of an
 exchange's 171 tokens, and the model uses none of them.

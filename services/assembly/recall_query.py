@@ -1,10 +1,10 @@
 """The recall query: the prompt drives it; skipped for greetings and near-empty input.
 
-Departs from design §3.3 (a query over the last `assembleRecallWindow` user turns) on measured
-grounds: joining five turns drowned the question (evidence recall 58 % -> 9 % in a continuing
-session). The prompt alone is the query; the window only adds context when the prompt is too
-thin to stand alone ("and what about her?": fewer than `MIN_CONTENT_TERMS` content words), and
-then only its newest earlier turn.
+Departs from the original design (docs/design.md §8: a query over the last
+`assembleRecallWindow` user turns) on measured grounds: joining five turns drowned the question
+(evidence recall 58 % -> 9 % in a continuing session). The prompt alone is the query; the window
+only adds context when the prompt is too thin to stand alone ("and what about her?": fewer than
+`MIN_CONTENT_TERMS` content words), and then only its newest earlier turn.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Telling CompactionService about hand-offs (design §3.2 step 8).
+"""Telling CompactionService about hand-offs (docs/design.md §3.2 step 8).
 
 Capture records a compaction in the stream state itself (`shared.domain.handoff`), so the
 request is durable before AfterTurn returns and no turn waits for compaction. The nudge - a

@@ -1,6 +1,6 @@
-"""The capture decision (design §3.2 step 5): is the new user text worth extracting memories from?
+"""The capture decision (docs/design.md §3.2 step 5): is the new user text worth extracting memories from?
 
-It only sets `capture_worthy`; persistence never depends on it (lossless first, §14.3). The rules
+It only sets `capture_worthy`; persistence never depends on it (lossless first, docs/design.md §2). The rules
 are the upstream plugin's: sanitise (injected recall blocks, host metadata blocks, a leading
 channel timestamp, NULs, whitespace), then reject empty, too short or too long text, slash
 commands, punctuation-only text, sub-agent context and bare questions without memory intent.

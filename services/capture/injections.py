@@ -1,6 +1,6 @@
 """Recognising what the engine itself injected into the host transcript, so it is never captured.
 
-Assembly marks every message it adds (design §3.3): ids start with `ce-injected-`, host_fields
+Assembly marks every message it adds (docs/design.md §3.3): ids start with `ce-injected-`, host_fields
 carry a `contextengine_injected` key, auto recall is an assistant `memory_recall_auto` tool call
 followed by its tool result. The legacy fallback path prepends `<relevant-memories>` blocks to
 user text instead. The markers are the contract with `services.assembly.injection`; a test pins

@@ -1,4 +1,4 @@
-"""Explicit memories (design §6.1): memory_store writes now, memory_forget deletes safely.
+"""Explicit memories (docs/design.md §6.1): memory_store writes now, memory_forget deletes safely.
 
 A stored memory is the file `memories/<category>/<name>.md` of the caller's own space (AGENT
 scope: `memories/<category>/agent-<agent key>/<name>.md`), so the category is its directory:

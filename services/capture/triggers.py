@@ -1,4 +1,4 @@
-"""Compaction triggers (design §3.2 step 7): checked in priority order, the first hit wins."""
+"""Compaction triggers (docs/design.md §3.2 step 7): checked in priority order, the first hit wins."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Compact (design §3.4): commit the stream's session as the formal sync point, record a checkpoint.
+"""Compact (docs/design.md §3.4): commit the stream's session as the formal sync point, record a checkpoint.
 
 1. Hand off (`shared.domain.handoff`, one compare-and-swap on the stream state): new turns go to
    a fresh OpenViking session (generation + 1), the counters reset, the compaction is recorded

@@ -1,4 +1,4 @@
-"""memory_expand (design §6.2): from a summary, checkpoint or memory back to the raw turns.
+"""memory_expand (docs/design.md §6.2): from a summary, checkpoint or memory back to the raw turns.
 
 Accepted references:
 - a checkpoint id (`cp-...`);

@@ -1,4 +1,4 @@
-"""Compaction checkpoints (design §5.3) and the provenance of extracted memories.
+"""Compaction checkpoints (docs/design.md §5.3) and the provenance of extracted memories.
 
 One JSON document per checkpoint at
 `viking://~/resources/.contextengine/streams/<stream_id>/checkpoints/<checkpoint_id>.json`; the

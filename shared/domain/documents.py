@@ -1,4 +1,4 @@
-"""Small JSON documents kept in OpenViking's own filesystem (no new database, design §12).
+"""Small JSON documents kept in OpenViking's own filesystem (no new database, docs/design.md §12).
 
 Engine state, checkpoints and provenance live under the user's space in
 `viking://~/resources/.contextengine/`, written with deferred processing so they are never

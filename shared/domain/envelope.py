@@ -217,7 +217,7 @@ def persisted_turn(stored: SessionMessage) -> PersistedTurn | None:
 def turn_envelope(
     turn: PersistedTurn, *, openviking_session_id: str, agent_id: str, checkpoint_id: str = ""
 ) -> envelope_pb2.TurnEnvelope:
-    """The design's TurnEnvelope (§5.1) view of a persisted message."""
+    """The TurnEnvelope (docs/design.md §5.1) view of a persisted message."""
     message = turn.message
     envelope = envelope_pb2.TurnEnvelope(
         turn_id=turn.turn_id,

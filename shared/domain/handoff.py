@@ -1,4 +1,4 @@
-"""Handing a compaction off (design §3.2 step 8, §3.4 step 1): one compare-and-swap on the stream
+"""Handing a compaction off (docs/design.md §3.2 step 8, §3.4 step 1): one compare-and-swap on the stream
 state moves new turns to a fresh OpenViking session and records the compaction as in flight.
 
 Whoever decides to compact (capture when a trigger fires, on flush, or compaction on an explicit

@@ -56,7 +56,7 @@ class RequestIdentity:
 
     @property
     def buffer_key(self) -> str:
-        """The engine's key for one conversation stream: host session and agent (design §3.2)."""
+        """The engine's key for one conversation stream: host session and agent (docs/design.md §3.2)."""
         return f"{self.session_id}:{self.agent_id}"
 
     @property

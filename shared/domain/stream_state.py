@@ -1,4 +1,4 @@
-"""Engine session state for one conversation stream (host session x agent), design §3.2.
+"""Engine session state for one conversation stream (host session x agent), docs/design.md §3.2.
 
 The "session array" lives in OpenViking as one JSON document per stream, updated with
 compare-and-swap so that any capture or compaction replica can serve any request:

@@ -11,8 +11,10 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+import sys
 import textwrap
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 
 import grpc
@@ -30,17 +32,24 @@ from google.protobuf.json_format import MessageToDict
 
 from shared.config import load_settings
 from shared.domain.conversation import text_message, tool_call_message, tool_result_message
+from shared.errors import ConfigurationError
+from shared.localstack.errors import LocalStackError
+from shared.localstack.ports import GRPC_PORT_ENV, ensure_free
 from shared.localstack.stack import LocalStack, StackSettings
 from shared.runtime.main import start_host
 
 Role = common_pb2.MessageRole
-USER = "demo-user"
 AGENT = "main"
 BUDGET = 8000
 
 
-def _identity(session_id: str) -> common_pb2.Identity:
-    return common_pb2.Identity(account_id="demo", user_id=USER, agent_id=AGENT, session_id=session_id)
+def demo_user() -> str:
+    """A user of this run alone: a rerun recalls nothing of an earlier run (OpenViking's data is kept)."""
+    return "demo-user-" + datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+
+
+def _identity(user: str, session_id: str) -> common_pb2.Identity:
+    return common_pb2.Identity(account_id="demo", user_id=user, agent_id=AGENT, session_id=session_id)
 
 
 # (user text, optional tool exchange, assistant answer) per turn of the first session.
@@ -72,7 +81,12 @@ def _section(title: str) -> None:
 
 
 def _show(label: str, message: object, keys: tuple[str, ...] = ()) -> None:
-    data = MessageToDict(message, preserving_proto_field_name=True)  # type: ignore[arg-type]
+    # Fields at their default are shown too: StoreMemory's `created: false` is the dedup's answer.
+    data = MessageToDict(
+        message,  # type: ignore[arg-type]
+        preserving_proto_field_name=True,
+        always_print_fields_with_no_presence=True,
+    )
     shown = {k: data[k] for k in keys if k in data} if keys else data
     print(textwrap.indent(f"{label}: {json.dumps(shown, ensure_ascii=False, indent=2)}", "  "), flush=True)
 
@@ -109,13 +123,13 @@ def _part_text(turn: envelope_pb2.TurnEnvelope) -> str:
     return ""
 
 
-async def play(target: str) -> None:
+async def play(target: str, user: str) -> None:
     async with grpc.aio.insecure_channel(target) as channel:
         capture = capture_pb2_grpc.CaptureServiceStub(channel)
         assembly = assembly_pb2_grpc.AssemblyServiceStub(channel)
         compaction = compaction_pb2_grpc.CompactionServiceStub(channel)
-        run = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")  # reruns reuse the data, not the sessions
-        first = _identity(f"demo-{run}-1")
+        print(f"demo user {user} (new on every run)", flush=True)
+        first = _identity(user, "demo-1")
         transcript: list[common_pb2.ConversationMessage] = []
         for index, (question, tool, answer) in enumerate(FIRST_SESSION):
             _section(f"session 1, turn {index + 1}")
@@ -169,7 +183,7 @@ async def play(target: str) -> None:
         _show_messages(list(compacted.messages))
 
         _section("session 2 recalls what session 1 decided")
-        second = _identity(f"demo-{run}-2")
+        second = _identity(user, "demo-2")
         question = "What did we decide about the database for project Atlas?"
         assembled = await assembly.Assemble(
             assembly_pb2.AssembleRequest(
@@ -214,14 +228,17 @@ async def play(target: str) -> None:
 
 
 async def main() -> None:
-    stack_settings = StackSettings.from_env()
+    settings = load_settings()
+    # The engine's port is checked first: finding it taken after minutes of installing would waste them.
+    ensure_free(settings.grpc_port, "the engine's gRPC server", GRPC_PORT_ENV, settings.grpc_host)
+    stack_settings = replace(StackSettings.from_env(), openviking_port=settings.port)
     with LocalStack(stack_settings) as stack:
-        settings = load_settings(overrides={"baseUrl": stack.openviking_url, "grpcPort": 50051})
+        settings = settings.model_copy(update={"base_url": stack.openviking_url})
         host = await start_host(settings, "all")
         print(f"\nengine (capture + assembly + compaction) listening on {host.address}", flush=True)
         print(f"OpenViking {stack.openviking_url}; {stack.extraction_description}", flush=True)
         try:
-            await play(host.address)
+            await play(host.address, demo_user())
             _section("demo finished; the stack stays up until Ctrl-C")
             stop = asyncio.Event()
             loop = asyncio.get_running_loop()
@@ -229,8 +246,22 @@ async def main() -> None:
                 loop.add_signal_handler(sig, stop.set)
             await stop.wait()
         finally:
+            print("stopping…", flush=True)
             await host.stop()
 
 
+def run() -> int:
+    """`make run`'s exit status; a setup problem is one line on stderr, not a traceback."""
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        pass  # Ctrl-C before the demo finished: the stack is stopped all the same.
+    except (LocalStackError, ConfigurationError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    print("stopped", flush=True)
+    return 0
+
+
 if __name__ == "__main__":
-    asyncio.run(main())
+    sys.exit(run())

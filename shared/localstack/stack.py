@@ -23,6 +23,7 @@ from shared.localstack.openviking_config import (
     llm_settings_from_env,
     write_openviking_config,
 )
+from shared.localstack.ports import EMBEDDINGS_PORT_ENV, OPENVIKING_PORT_ENV, ensure_free, port_from_env
 from shared.localstack.processes import ManagedProcess, ProcessSpec, free_port
 from shared.localstack.progress import Reporter, print_progress
 from shared.localstack.runtimes import (
@@ -64,8 +65,10 @@ class StackSettings:
 
     @classmethod
     def from_env(cls) -> StackSettings:
-        """Defaults plus the LLM from ``CONTEXT_ENGINE_LLM_*`` and the stack dir override."""
-        return cls(llm=llm_settings_from_env())
+        """Defaults plus the LLM from ``CONTEXT_ENGINE_LLM_*``, the stack dir override and the
+        embedding server's port (``CONTEXT_ENGINE_EMBEDDINGS_PORT``)."""
+        embeddings_port = port_from_env(EMBEDDINGS_PORT_ENV, DEFAULT_EMBEDDINGS_PORT)
+        return cls(llm=llm_settings_from_env(), embeddings_port=embeddings_port)
 
 
 class LocalStack:
@@ -114,6 +117,7 @@ class LocalStack:
             pending: list[ManagedProcess] = []
             if settings.embeddings_url is None:
                 embeddings_venv = self._runtime_venv(EMBEDDINGS_RUNTIME)
+                ensure_free(settings.embeddings_port, "embedding server", EMBEDDINGS_PORT_ENV)
                 port = settings.embeddings_port or free_port()
                 spec = embeddings_process(embeddings_venv, port, layout.data_dir / "embeddings")
                 report(f"starting embeddings on {embeddings_base_url(port)}")
@@ -121,6 +125,7 @@ class LocalStack:
                 self._embeddings_url = embeddings_base_url(port)
             else:
                 self._embeddings_url = settings.embeddings_url.rstrip("/")
+            ensure_free(settings.openviking_port, "OpenViking", OPENVIKING_PORT_ENV)
             ov_port = settings.openviking_port or free_port()
             write_openviking_config(
                 self.openviking_data,

@@ -5,7 +5,7 @@ commit goes there), so their health is NOT_SERVING while OpenViking is down or f
 answer to `GET /health` within the probe timeout for `FAILURES_BEFORE_NOT_SERVING` probes in a
 row - and SERVING again on the first answer. With several shards, that is while every shard
 is down; each shard's own state is the health name `openviking/<shard>`. Assembly stays
-SERVING: without OpenViking it still answers a valid, degraded context (design §4), which is
+SERVING: without OpenViking it still answers a valid, degraded context (docs/design.md §4), which is
 better than no answer. The overall ("") status only says the process is up and not draining
 (it is the liveness probe).
 

@@ -1,4 +1,4 @@
-"""Compaction triggers fire exactly at their thresholds, in priority order (design §3.2 step 7)."""
+"""Compaction triggers fire exactly at their thresholds, in priority order (docs/design.md §3.2 step 7)."""
 
 from __future__ import annotations
 

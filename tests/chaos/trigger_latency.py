@@ -4,7 +4,7 @@
 (part of `make bench`) starts a private OpenViking (extraction off; its own embedding server unless
 one is given) and the three services in one process (as
 `context-engine --service all`), plays the turns one after another and prints p50/p90 of both
-kinds and their ratio (design §3.2: the commit runs in the background, the turn returns at once).
+kinds and their ratio (docs/design.md §3.2: the commit runs in the background, the turn returns at once).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Acceptance scenarios (design §11.1-§11.3, §10.3 first item) against the real local OpenViking
+"""Acceptance scenarios (docs/design.md §11.1-§11.3, §10.3 first item) against the real local OpenViking
 wired to the deterministic stand-in LLM, through the public gRPC API only.
 
 What the stand-in extracts (tests/support/standin_llm.py), and therefore what these tests may

@@ -1,6 +1,6 @@
-"""Acceptance scenarios that need no LLM, in local (dev) and remote (trusted) OpenViking modes:
-§11.2 explicit memory, §11.3 drill-down, §11.4 engine-not-hook, §10.2 item 6 (two agents), §10.3
-recall budget. Through the public gRPC API only.
+"""Acceptance scenarios that need no LLM, in local (dev) and remote (trusted) OpenViking modes
+(docs/design.md): §11.2 explicit memory, §11.3 drill-down, §11.4 engine-not-hook, §10.2 item 6
+(two agents), §10.3 recall budget. Through the public gRPC API only.
 
 Without an LLM OpenViking extracts no memories (its summary is a plain digest), so here §11.2 covers the
 explicit half (immediate store, recall, no duplicates) and §11.3 the expand half (checkpoint and

@@ -1,5 +1,5 @@
-"""§10.3 regressions that need their own engine: OpenViking unavailable (graceful degradation) and
-an old upstream-plugin config file still starting the engine. Public gRPC API only."""
+"""docs/design.md §10.3 regressions that need their own engine: OpenViking unavailable (graceful
+degradation) and an old upstream-plugin config file still starting the engine. Public gRPC API only."""
 
 from __future__ import annotations
 

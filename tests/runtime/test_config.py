@@ -51,7 +51,7 @@ def test_upstream_plugin_config_file_starts(tmp_path: Path) -> None:
     assert settings.api_key is not None and settings.api_key.get_secret_value() == "sk-upstream"
     assert (settings.agent_id, settings.recall_limit, settings.auto_capture) == ("coder", 8, False)
     assert settings.recall_prefer_abstract is False
-    # New keys (§7.2) take their suggested defaults.
+    # New keys (docs/design.md §7.2) take their suggested defaults.
     assert (settings.recent_raw_turn_count, settings.assemble_recall_window) == (8, 5)
     assert (settings.compact_commit_threshold, settings.memory_expand_max_results) == (0.75, 6)
 

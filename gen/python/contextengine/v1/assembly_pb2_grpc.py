@@ -57,7 +57,7 @@ class AssemblyServiceServicer:
     """
 
     def Assemble(self, request, context):
-        """Build the messages the model sees (design §3.3).
+        """Build the messages the model sees (docs/design.md §3.3).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -71,7 +71,7 @@ class AssemblyServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def RecallFallback(self, request, context):
-        """The bounded legacy <relevant-memories> text block for hosts without the full lifecycle (§3.1).
+        """The bounded legacy <relevant-memories> text block for hosts without the full lifecycle (docs/design.md §3.1).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

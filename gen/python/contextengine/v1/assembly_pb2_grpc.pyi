@@ -34,11 +34,11 @@ class AssemblyServiceStub:
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> AssemblyServiceAsyncStub: ...
     Assemble: _grpc.UnaryUnaryMultiCallable[_assembly_pb2.AssembleRequest, _assembly_pb2.AssembleResponse]
-    """Build the messages the model sees (design §3.3)."""
+    """Build the messages the model sees (docs/design.md §3.3)."""
     RecallMemories: _grpc.UnaryUnaryMultiCallable[_assembly_pb2.RecallMemoriesRequest, _assembly_pb2.RecallMemoriesResponse]
     """memory_recall: explicit retrieval with the same ranking and shape as auto recall."""
     RecallFallback: _grpc.UnaryUnaryMultiCallable[_assembly_pb2.RecallFallbackRequest, _assembly_pb2.RecallFallbackResponse]
-    """The bounded legacy <relevant-memories> text block for hosts without the full lifecycle (§3.1)."""
+    """The bounded legacy <relevant-memories> text block for hosts without the full lifecycle (docs/design.md §3.1)."""
 
 @_typing.type_check_only
 class AssemblyServiceAsyncStub(AssemblyServiceStub):
@@ -46,11 +46,11 @@ class AssemblyServiceAsyncStub(AssemblyServiceStub):
 
     def __init__(self, channel: _aio.Channel) -> None: ...
     Assemble: _aio.UnaryUnaryMultiCallable[_assembly_pb2.AssembleRequest, _assembly_pb2.AssembleResponse]  # type: ignore[assignment]
-    """Build the messages the model sees (design §3.3)."""
+    """Build the messages the model sees (docs/design.md §3.3)."""
     RecallMemories: _aio.UnaryUnaryMultiCallable[_assembly_pb2.RecallMemoriesRequest, _assembly_pb2.RecallMemoriesResponse]  # type: ignore[assignment]
     """memory_recall: explicit retrieval with the same ranking and shape as auto recall."""
     RecallFallback: _aio.UnaryUnaryMultiCallable[_assembly_pb2.RecallFallbackRequest, _assembly_pb2.RecallFallbackResponse]  # type: ignore[assignment]
-    """The bounded legacy <relevant-memories> text block for hosts without the full lifecycle (§3.1)."""
+    """The bounded legacy <relevant-memories> text block for hosts without the full lifecycle (docs/design.md §3.1)."""
 
 class AssemblyServiceServicer(metaclass=_abc_1.ABCMeta):
     """Reads: the model's working context within a token budget, explicit recall, legacy fallback."""
@@ -61,7 +61,7 @@ class AssemblyServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _assembly_pb2.AssembleRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_assembly_pb2.AssembleResponse, _abc.Awaitable[_assembly_pb2.AssembleResponse]]:
-        """Build the messages the model sees (design §3.3)."""
+        """Build the messages the model sees (docs/design.md §3.3)."""
 
     @_abc_1.abstractmethod
     def RecallMemories(
@@ -77,6 +77,6 @@ class AssemblyServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _assembly_pb2.RecallFallbackRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_assembly_pb2.RecallFallbackResponse, _abc.Awaitable[_assembly_pb2.RecallFallbackResponse]]:
-        """The bounded legacy <relevant-memories> text block for hosts without the full lifecycle (§3.1)."""
+        """The bounded legacy <relevant-memories> text block for hosts without the full lifecycle (docs/design.md §3.1)."""
 
 def add_AssemblyServiceServicer_to_server(servicer: AssemblyServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -77,7 +77,7 @@ class CaptureServiceServicer:
     """
 
     def AfterTurn(self, request, context):
-        """Persist the turn that just ended and evaluate the compaction triggers (design §3.2).
+        """Persist the turn that just ended and evaluate the compaction triggers (docs/design.md §3.2).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -34,7 +34,7 @@ class CaptureServiceStub:
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> CaptureServiceAsyncStub: ...
     AfterTurn: _grpc.UnaryUnaryMultiCallable[_capture_pb2.AfterTurnRequest, _capture_pb2.AfterTurnResponse]
-    """Persist the turn that just ended and evaluate the compaction triggers (design §3.2)."""
+    """Persist the turn that just ended and evaluate the compaction triggers (docs/design.md §3.2)."""
     Ingest: _grpc.UnaryUnaryMultiCallable[_capture_pb2.IngestRequest, _capture_pb2.IngestResponse]
     """Append one or many messages outside a turn (bootstrap import, host ingest)."""
     StoreMemory: _grpc.UnaryUnaryMultiCallable[_capture_pb2.StoreMemoryRequest, _capture_pb2.StoreMemoryResponse]
@@ -56,7 +56,7 @@ class CaptureServiceAsyncStub(CaptureServiceStub):
 
     def __init__(self, channel: _aio.Channel) -> None: ...
     AfterTurn: _aio.UnaryUnaryMultiCallable[_capture_pb2.AfterTurnRequest, _capture_pb2.AfterTurnResponse]  # type: ignore[assignment]
-    """Persist the turn that just ended and evaluate the compaction triggers (design §3.2)."""
+    """Persist the turn that just ended and evaluate the compaction triggers (docs/design.md §3.2)."""
     Ingest: _aio.UnaryUnaryMultiCallable[_capture_pb2.IngestRequest, _capture_pb2.IngestResponse]  # type: ignore[assignment]
     """Append one or many messages outside a turn (bootstrap import, host ingest)."""
     StoreMemory: _aio.UnaryUnaryMultiCallable[_capture_pb2.StoreMemoryRequest, _capture_pb2.StoreMemoryResponse]  # type: ignore[assignment]
@@ -81,7 +81,7 @@ class CaptureServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _capture_pb2.AfterTurnRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_capture_pb2.AfterTurnResponse, _abc.Awaitable[_capture_pb2.AfterTurnResponse]]:
-        """Persist the turn that just ended and evaluate the compaction triggers (design §3.2)."""
+        """Persist the turn that just ended and evaluate the compaction triggers (docs/design.md §3.2)."""
 
     @_abc_1.abstractmethod
     def Ingest(

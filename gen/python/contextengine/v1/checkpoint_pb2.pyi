@@ -35,7 +35,7 @@ class _CompactionTriggerEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Com
     COMPACTION_TRIGGER_FLUSH: _CompactionTrigger.ValueType  # 6
 
 class CompactionTrigger(_CompactionTrigger, metaclass=_CompactionTriggerEnumTypeWrapper):
-    """Why a compaction ran (design §3.2 step 7, in priority order, then explicit reasons)."""
+    """Why a compaction ran (docs/design.md §3.2 step 7, in priority order, then explicit reasons)."""
 
 COMPACTION_TRIGGER_UNSPECIFIED: CompactionTrigger.ValueType  # 0
 COMPACTION_TRIGGER_BUDGET: CompactionTrigger.ValueType  # 1
@@ -93,7 +93,7 @@ Global___TurnRange: _TypeAlias = TurnRange  # noqa: Y015
 
 @_typing.final
 class CompactCheckpoint(_message.Message):
-    """The record of one compaction (design §5.3)."""
+    """The record of one compaction (docs/design.md §5.3)."""
 
     DESCRIPTOR: _descriptor.Descriptor
 

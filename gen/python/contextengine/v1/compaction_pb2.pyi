@@ -164,7 +164,7 @@ class ExpandedTurn(_message.Message):
     match_score: _builtins.float
     @_builtins.property
     def turn(self) -> _envelope_pb2.TurnEnvelope:
-        """The design's envelope view of the turn (§5.1): roles, parts, tool records, provenance."""
+        """The engine's envelope view of the turn (docs/design.md §5.1): roles, parts, tool records, provenance."""
 
     @_builtins.property
     def message(self) -> _common_pb2.ConversationMessage:

@@ -62,14 +62,14 @@ class CompactionServiceServicer:
     """
 
     def Compact(self, request, context):
-        """Commit the session (design §3.4). Synchronous unless `background` is set.
+        """Commit the session (docs/design.md §3.4). Synchronous unless `background` is set.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ExpandMemory(self, request, context):
-        """memory_expand: from a summary or memory back to the raw turns it came from (§6.2).
+        """memory_expand: from a summary or memory back to the raw turns it came from (docs/design.md §6.2).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -34,9 +34,9 @@ class CompactionServiceStub:
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> CompactionServiceAsyncStub: ...
     Compact: _grpc.UnaryUnaryMultiCallable[_compaction_pb2.CompactRequest, _compaction_pb2.CompactResponse]
-    """Commit the session (design §3.4). Synchronous unless `background` is set."""
+    """Commit the session (docs/design.md §3.4). Synchronous unless `background` is set."""
     ExpandMemory: _grpc.UnaryUnaryMultiCallable[_compaction_pb2.ExpandMemoryRequest, _compaction_pb2.ExpandMemoryResponse]
-    """memory_expand: from a summary or memory back to the raw turns it came from (§6.2)."""
+    """memory_expand: from a summary or memory back to the raw turns it came from (docs/design.md §6.2)."""
     GetCheckpoint: _grpc.UnaryUnaryMultiCallable[_compaction_pb2.GetCheckpointRequest, _compaction_pb2.GetCheckpointResponse]
     ListCheckpoints: _grpc.UnaryUnaryMultiCallable[_compaction_pb2.ListCheckpointsRequest, _compaction_pb2.ListCheckpointsResponse]
 
@@ -46,9 +46,9 @@ class CompactionServiceAsyncStub(CompactionServiceStub):
 
     def __init__(self, channel: _aio.Channel) -> None: ...
     Compact: _aio.UnaryUnaryMultiCallable[_compaction_pb2.CompactRequest, _compaction_pb2.CompactResponse]  # type: ignore[assignment]
-    """Commit the session (design §3.4). Synchronous unless `background` is set."""
+    """Commit the session (docs/design.md §3.4). Synchronous unless `background` is set."""
     ExpandMemory: _aio.UnaryUnaryMultiCallable[_compaction_pb2.ExpandMemoryRequest, _compaction_pb2.ExpandMemoryResponse]  # type: ignore[assignment]
-    """memory_expand: from a summary or memory back to the raw turns it came from (§6.2)."""
+    """memory_expand: from a summary or memory back to the raw turns it came from (docs/design.md §6.2)."""
     GetCheckpoint: _aio.UnaryUnaryMultiCallable[_compaction_pb2.GetCheckpointRequest, _compaction_pb2.GetCheckpointResponse]  # type: ignore[assignment]
     ListCheckpoints: _aio.UnaryUnaryMultiCallable[_compaction_pb2.ListCheckpointsRequest, _compaction_pb2.ListCheckpointsResponse]  # type: ignore[assignment]
 
@@ -61,7 +61,7 @@ class CompactionServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _compaction_pb2.CompactRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_compaction_pb2.CompactResponse, _abc.Awaitable[_compaction_pb2.CompactResponse]]:
-        """Commit the session (design §3.4). Synchronous unless `background` is set."""
+        """Commit the session (docs/design.md §3.4). Synchronous unless `background` is set."""
 
     @_abc_1.abstractmethod
     def ExpandMemory(
@@ -69,7 +69,7 @@ class CompactionServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _compaction_pb2.ExpandMemoryRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_compaction_pb2.ExpandMemoryResponse, _abc.Awaitable[_compaction_pb2.ExpandMemoryResponse]]:
-        """memory_expand: from a summary or memory back to the raw turns it came from (§6.2)."""
+        """memory_expand: from a summary or memory back to the raw turns it came from (docs/design.md §6.2)."""
 
     @_abc_1.abstractmethod
     def GetCheckpoint(

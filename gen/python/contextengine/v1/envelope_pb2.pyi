@@ -34,7 +34,7 @@ class _EnvelopeRoleEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Envelope
     ENVELOPE_ROLE_TOOL: _EnvelopeRole.ValueType  # 4
 
 class EnvelopeRole(_EnvelopeRole, metaclass=_EnvelopeRoleEnumTypeWrapper):
-    """Role of a persisted turn (design §5.1)."""
+    """Role of a persisted turn (docs/design.md §5.1)."""
 
 ENVELOPE_ROLE_UNSPECIFIED: EnvelopeRole.ValueType  # 0
 ENVELOPE_ROLE_USER: EnvelopeRole.ValueType  # 1
@@ -347,7 +347,7 @@ Global___CompactionMarker: _TypeAlias = CompactionMarker  # noqa: Y015
 
 @_typing.final
 class TurnEnvelope(_message.Message):
-    """One host message as persisted into an OpenViking session (design §5.1)."""
+    """One host message as persisted into an OpenViking session (docs/design.md §5.1)."""
 
     DESCRIPTOR: _descriptor.Descriptor
 

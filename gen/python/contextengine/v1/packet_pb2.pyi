@@ -359,7 +359,7 @@ Global___DirectoryEntry: _TypeAlias = DirectoryEntry  # noqa: Y015
 
 @_typing.final
 class AssembledContextPacket(_message.Message):
-    """What assemble chose and why (design §5.2)."""
+    """What assemble chose and why (docs/design.md §5.2)."""
 
     DESCRIPTOR: _descriptor.Descriptor
 

@@ -775,7 +775,7 @@ export const RecallFallbackResponse: MessageFns<RecallFallbackResponse> = {
 /** Reads: the model's working context within a token budget, explicit recall, legacy fallback. */
 export type AssemblyServiceService = typeof AssemblyServiceService;
 export const AssemblyServiceService = {
-  /** Build the messages the model sees (design §3.3). */
+  /** Build the messages the model sees (docs/design.md §3.3). */
   assemble: {
     path: "/contextengine.v1.AssemblyService/Assemble" as const,
     requestStream: false as const,
@@ -797,7 +797,7 @@ export const AssemblyServiceService = {
       Buffer.from(RecallMemoriesResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): RecallMemoriesResponse => RecallMemoriesResponse.decode(value),
   },
-  /** The bounded legacy <relevant-memories> text block for hosts without the full lifecycle (§3.1). */
+  /** The bounded legacy <relevant-memories> text block for hosts without the full lifecycle (docs/design.md §3.1). */
   recallFallback: {
     path: "/contextengine.v1.AssemblyService/RecallFallback" as const,
     requestStream: false as const,
@@ -812,16 +812,16 @@ export const AssemblyServiceService = {
 } as const;
 
 export interface AssemblyServiceServer extends UntypedServiceImplementation {
-  /** Build the messages the model sees (design §3.3). */
+  /** Build the messages the model sees (docs/design.md §3.3). */
   assemble: handleUnaryCall<AssembleRequest, AssembleResponse>;
   /** memory_recall: explicit retrieval with the same ranking and shape as auto recall. */
   recallMemories: handleUnaryCall<RecallMemoriesRequest, RecallMemoriesResponse>;
-  /** The bounded legacy <relevant-memories> text block for hosts without the full lifecycle (§3.1). */
+  /** The bounded legacy <relevant-memories> text block for hosts without the full lifecycle (docs/design.md §3.1). */
   recallFallback: handleUnaryCall<RecallFallbackRequest, RecallFallbackResponse>;
 }
 
 export interface AssemblyServiceClient extends Client {
-  /** Build the messages the model sees (design §3.3). */
+  /** Build the messages the model sees (docs/design.md §3.3). */
   assemble(
     request: AssembleRequest,
     callback: (error: ServiceError | null, response: AssembleResponse) => void,
@@ -853,7 +853,7 @@ export interface AssemblyServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: RecallMemoriesResponse) => void,
   ): ClientUnaryCall;
-  /** The bounded legacy <relevant-memories> text block for hosts without the full lifecycle (§3.1). */
+  /** The bounded legacy <relevant-memories> text block for hosts without the full lifecycle (docs/design.md §3.1). */
   recallFallback(
     request: RecallFallbackRequest,
     callback: (error: ServiceError | null, response: RecallFallbackResponse) => void,

@@ -2349,7 +2349,7 @@ export const RegisterSkillsResponse: MessageFns<RegisterSkillsResponse> = {
 /** Writes: lossless turn persistence, engine session state, compaction triggers, explicit memories. */
 export type CaptureServiceService = typeof CaptureServiceService;
 export const CaptureServiceService = {
-  /** Persist the turn that just ended and evaluate the compaction triggers (design §3.2). */
+  /** Persist the turn that just ended and evaluate the compaction triggers (docs/design.md §3.2). */
   afterTurn: {
     path: "/contextengine.v1.CaptureService/AfterTurn" as const,
     requestStream: false as const,
@@ -2429,7 +2429,7 @@ export const CaptureServiceService = {
 } as const;
 
 export interface CaptureServiceServer extends UntypedServiceImplementation {
-  /** Persist the turn that just ended and evaluate the compaction triggers (design §3.2). */
+  /** Persist the turn that just ended and evaluate the compaction triggers (docs/design.md §3.2). */
   afterTurn: handleUnaryCall<AfterTurnRequest, AfterTurnResponse>;
   /** Append one or many messages outside a turn (bootstrap import, host ingest). */
   ingest: handleUnaryCall<IngestRequest, IngestResponse>;
@@ -2449,7 +2449,7 @@ export interface CaptureServiceServer extends UntypedServiceImplementation {
 }
 
 export interface CaptureServiceClient extends Client {
-  /** Persist the turn that just ended and evaluate the compaction triggers (design §3.2). */
+  /** Persist the turn that just ended and evaluate the compaction triggers (docs/design.md §3.2). */
   afterTurn(
     request: AfterTurnRequest,
     callback: (error: ServiceError | null, response: AfterTurnResponse) => void,

@@ -12,7 +12,7 @@ export const protobufPackage = "contextengine.v1";
 
 export const protobufFileName = "contextengine/v1/checkpoint.proto";
 
-/** Why a compaction ran (design §3.2 step 7, in priority order, then explicit reasons). */
+/** Why a compaction ran (docs/design.md §3.2 step 7, in priority order, then explicit reasons). */
 export enum CompactionTrigger {
   COMPACTION_TRIGGER_UNSPECIFIED = 0,
   COMPACTION_TRIGGER_BUDGET = 1,
@@ -128,7 +128,7 @@ export interface TurnRange {
   endSequence: number;
 }
 
-/** The record of one compaction (design §5.3). */
+/** The record of one compaction (docs/design.md §5.3). */
 export interface CompactCheckpoint {
   checkpointId: string;
   /** The OpenViking session that was committed. */

@@ -79,7 +79,7 @@ export interface ExpandMemoryRequest {
 }
 
 export interface ExpandedTurn {
-  /** The design's envelope view of the turn (§5.1): roles, parts, tool records, provenance. */
+  /** The engine's envelope view of the turn (docs/design.md §5.1): roles, parts, tool records, provenance. */
   turn:
     | TurnEnvelope
     | undefined;
@@ -1342,7 +1342,7 @@ export const ListCheckpointsResponse: MessageFns<ListCheckpointsResponse> = {
 /** Commit and expand: OpenViking session.commit as the formal sync point, checkpoints, memory_expand. */
 export type CompactionServiceService = typeof CompactionServiceService;
 export const CompactionServiceService = {
-  /** Commit the session (design §3.4). Synchronous unless `background` is set. */
+  /** Commit the session (docs/design.md §3.4). Synchronous unless `background` is set. */
   compact: {
     path: "/contextengine.v1.CompactionService/Compact" as const,
     requestStream: false as const,
@@ -1352,7 +1352,7 @@ export const CompactionServiceService = {
     responseSerialize: (value: CompactResponse): Buffer => Buffer.from(CompactResponse.encode(value).finish()),
     responseDeserialize: (value: Buffer): CompactResponse => CompactResponse.decode(value),
   },
-  /** memory_expand: from a summary or memory back to the raw turns it came from (§6.2). */
+  /** memory_expand: from a summary or memory back to the raw turns it came from (docs/design.md §6.2). */
   expandMemory: {
     path: "/contextengine.v1.CompactionService/ExpandMemory" as const,
     requestStream: false as const,
@@ -1387,16 +1387,16 @@ export const CompactionServiceService = {
 } as const;
 
 export interface CompactionServiceServer extends UntypedServiceImplementation {
-  /** Commit the session (design §3.4). Synchronous unless `background` is set. */
+  /** Commit the session (docs/design.md §3.4). Synchronous unless `background` is set. */
   compact: handleUnaryCall<CompactRequest, CompactResponse>;
-  /** memory_expand: from a summary or memory back to the raw turns it came from (§6.2). */
+  /** memory_expand: from a summary or memory back to the raw turns it came from (docs/design.md §6.2). */
   expandMemory: handleUnaryCall<ExpandMemoryRequest, ExpandMemoryResponse>;
   getCheckpoint: handleUnaryCall<GetCheckpointRequest, GetCheckpointResponse>;
   listCheckpoints: handleUnaryCall<ListCheckpointsRequest, ListCheckpointsResponse>;
 }
 
 export interface CompactionServiceClient extends Client {
-  /** Commit the session (design §3.4). Synchronous unless `background` is set. */
+  /** Commit the session (docs/design.md §3.4). Synchronous unless `background` is set. */
   compact(
     request: CompactRequest,
     callback: (error: ServiceError | null, response: CompactResponse) => void,
@@ -1412,7 +1412,7 @@ export interface CompactionServiceClient extends Client {
     options: Partial<CallOptions>,
     callback: (error: ServiceError | null, response: CompactResponse) => void,
   ): ClientUnaryCall;
-  /** memory_expand: from a summary or memory back to the raw turns it came from (§6.2). */
+  /** memory_expand: from a summary or memory back to the raw turns it came from (docs/design.md §6.2). */
   expandMemory(
     request: ExpandMemoryRequest,
     callback: (error: ServiceError | null, response: ExpandMemoryResponse) => void,

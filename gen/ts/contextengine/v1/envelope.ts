@@ -13,7 +13,7 @@ export const protobufPackage = "contextengine.v1";
 
 export const protobufFileName = "contextengine/v1/envelope.proto";
 
-/** Role of a persisted turn (design §5.1). */
+/** Role of a persisted turn (docs/design.md §5.1). */
 export enum EnvelopeRole {
   ENVELOPE_ROLE_UNSPECIFIED = 0,
   ENVELOPE_ROLE_USER = 1,
@@ -205,7 +205,7 @@ export interface CompactionMarker {
   compactCheckpointId: string;
 }
 
-/** One host message as persisted into an OpenViking session (design §5.1). */
+/** One host message as persisted into an OpenViking session (docs/design.md §5.1). */
 export interface TurnEnvelope {
   /** Stable id derived from host session, agent, position and content; retries reuse it. */
   turnId: string;

@@ -212,7 +212,7 @@ export interface DirectoryEntry {
   abstract: string;
 }
 
-/** What assemble chose and why (design §5.2). */
+/** What assemble chose and why (docs/design.md §5.2). */
 export interface AssembledContextPacket {
   profileBlocks: string[];
   recalledMemories: RecalledMemory[];

@@ -1,0 +1,5 @@
+"""`python -m shared.cli ...` is `context-engine ...`."""
+
+from shared.cli import main
+
+main()
