@@ -28,6 +28,7 @@ from shared.domain.identity import request_identity
 from shared.domain.memory_changes import MemoryChanges
 from shared.domain.messages import MAX_TEXT_CHARS
 from shared.errors import FailedPrecondition, InvalidArgument
+from shared.settings_overrides import with_overrides
 from shared.telemetry import attributes as attr
 from shared.telemetry.metrics import record_assembled_tokens, record_recall_hits
 
@@ -87,7 +88,7 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
         result = await assemble_context(
             self._backend,
             self._summaries,
-            self._settings,
+            with_overrides(self._settings, request.overrides),
             identity,
             request.messages,
             caches=self._caches,
@@ -127,7 +128,7 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
             raise InvalidArgument("limit", f"must be between 0 and {MAX_RECALL_LIMIT} (0 means recallLimit)")
         result = await recall_for_tool(
             self._backend,
-            self._settings,
+            with_overrides(self._settings, request.overrides),
             identity,
             request.query,
             limit=request.limit,
@@ -150,7 +151,7 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
             raise InvalidArgument("prompt", f"is longer than {MAX_TEXT_CHARS} characters")
         result = await recall_fallback_block(
             self._backend,
-            self._settings,
+            with_overrides(self._settings, request.overrides),
             identity,
             request.prompt,
             deadline=self._deadline(context),
