@@ -100,7 +100,12 @@ export function createTool(name: ToolName, config: PluginConfig, ctx: ToolContex
       const response = await unary(
         clients.assembly,
         clients.assembly.recallMemories,
-        RecallMemoriesRequest.fromPartial({ identity: identity(), query: str(args, "query"), limit: int(args, "limit") }),
+        RecallMemoriesRequest.fromPartial({
+          identity: identity(),
+          query: str(args, "query"),
+          limit: int(args, "limit"),
+          overrides: config.overrides,
+        }),
         config.deadlines.toolMs,
         headers,
       );
@@ -132,7 +137,7 @@ export function createTool(name: ToolName, config: PluginConfig, ctx: ToolContex
           identity: identity(),
           summaryOrMemoryUri: str(args, "summaryOrMemoryUri"),
           query: str(args, "query"),
-          limit: int(args, "limit"),
+          limit: int(args, "limit") || config.expandLimit,
         }),
         config.deadlines.toolMs,
         headers,
