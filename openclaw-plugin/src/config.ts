@@ -2,8 +2,9 @@
  * The plugin's settings: every key does something. The memory keys (named as in the upstream
  * OpenViking plugin) go to the engine with each call as `SettingsOverrides`, whose fields have
  * the same names; `agentId`, `timeoutMs`, `memoryExpandMaxResults` and `engine` (how to reach
- * the gRPC services) are the plugin's own. The upstream keys this engine has no use for are not
- * accepted (a config naming one fails registration, naming the key).
+ * the gRPC services) are the plugin's own; the rest (`baseUrl`, `captureMaxLength`, ...) are
+ * the engine's, read when it is started with the same openclaw.json. The upstream keys nothing here uses are not accepted (a
+ * config naming one fails registration, naming the key).
  */
 import { readFileSync } from "node:fs";
 

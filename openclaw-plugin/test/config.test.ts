@@ -16,6 +16,9 @@ const MEMORY_KEYS = {
   autoCapture: true,
 };
 
+/** Keys only the engine reads, from this config block when it loads the host's openclaw.json. */
+const ENGINE_FILE_KEYS = ["mode", "configPath", "port", "baseUrl", "apiKey", "captureMaxLength", "compactCommitThreshold"];
+
 test("every memory key reaches the engine with each call, under its own name", () => {
   const config = parseConfig({ ...MEMORY_KEYS, agentId: "main", timeoutMs: 9000, memoryExpandMaxResults: 3 });
   assert.deepEqual(config.overrides, MEMORY_KEYS);
@@ -25,10 +28,10 @@ test("every memory key reaches the engine with each call, under its own name", (
   assert.deepEqual(parseConfig({}).overrides, {}, "unset keys leave the engine's own values");
 });
 
-test("every key in the schema does something: the upstream keys this engine ignores are refused", () => {
+test("every key in the schema does something (in the plugin or the engine): the upstream keys nothing uses are refused", () => {
   const keys = Object.keys(manifest.configSchema.properties ?? {}).sort();
-  assert.deepEqual(keys, [...OVERRIDE_KEYS, "agentId", "timeoutMs", "memoryExpandMaxResults", "engine"].sort());
-  for (const ignored of ["baseUrl", "apiKey", "captureMode", "targetUri", "commitTokenThreshold"]) {
+  assert.deepEqual(keys, [...OVERRIDE_KEYS, ...ENGINE_FILE_KEYS, "agentId", "timeoutMs", "memoryExpandMaxResults", "engine"].sort());
+  for (const ignored of ["captureMode", "targetUri", "commitTokenThreshold", "recallResources"]) {
     assert.throws(() => parseConfig({ [ignored]: "x" }), /unknown key/, ignored);
   }
 });

@@ -25,6 +25,8 @@ MODEL_PROVIDER = "local"
 MODEL_ID = "m"
 GATEWAY_START_SECONDS = 150.0
 TURN_SECONDS = 180.0
+RECALL_LIMIT = 3
+"""The test plugin config's `recallLimit` (below the engine's default 6): it must reach the engine."""
 
 
 def openclaw_config(model_base_url: str, gateway_port: int, log_file: Path) -> dict[str, Any]:
