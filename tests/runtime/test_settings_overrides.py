@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from shared.config import Settings
 from shared.errors import InvalidArgument
-from shared.settings_overrides import with_overrides
+from shared.settings_overrides import KEPT_VARIANTS, CallSettings, with_overrides
 
 BASE = Settings()
 
@@ -39,3 +39,14 @@ def test_values_in_range_are_taken_and_others_refused_naming_the_field(
     assert (settings.recall_limit, settings.auto_recall) == (limit, auto_recall)
     assert settings.recall_score_threshold == pytest.approx(threshold)
     assert settings.recent_raw_turn_count == BASE.recent_raw_turn_count
+
+
+def test_a_service_keeps_the_settings_of_overrides_it_has_seen() -> None:
+    calls = CallSettings(BASE)
+    assert calls.for_call(common_pb2.SettingsOverrides()) is BASE
+    first = calls.for_call(common_pb2.SettingsOverrides(recall_limit=2))
+    assert first.recall_limit == 2 and calls.for_call(common_pb2.SettingsOverrides(recall_limit=2)) is first
+    for limit in range(1, KEPT_VARIANTS + 10):  # bounded: the oldest are dropped
+        assert calls.for_call(common_pb2.SettingsOverrides(recall_limit=limit)).recall_limit == limit
+    with pytest.raises(InvalidArgument):
+        calls.for_call(common_pb2.SettingsOverrides(recall_limit=0))
