@@ -23,7 +23,7 @@ from tests.openclaw.toolchain import PLUGIN_DIR, Toolchain
 PLUGIN_ID = "viking-context-engine"
 MODEL_PROVIDER = "local"
 MODEL_ID = "m"
-GATEWAY_START_SECONDS = 150.0
+GATEWAY_START_SECONDS = 300.0
 TURN_SECONDS = 180.0
 RECALL_LIMIT = 3
 """The test plugin config's `recallLimit` (below the engine's default 6): it must reach the engine."""
