@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
+import grpc
 import pytest
+from contextengine.v1 import assembly_pb2, assembly_pb2_grpc, common_pb2
 
 from tests.openclaw.engine_process import EngineProcess
 from tests.openclaw.host import OpenClawHost
@@ -34,6 +37,21 @@ OPENCLAW_HOST_VERSION = OLDEST_OPENCLAW_VERSION
 FACT = "Fact: the staging cluster runs in eu-west-3"
 
 
+async def recallable(engine: EngineProcess, text: str, seconds: float = 120.0) -> None:
+    """Wait until OpenViking has indexed the stored memory (asynchronous on its side), so the
+    next turn's recall can find it."""
+    query = common_pb2.Identity(account_id="default", user_id="default", agent_id="main")
+    deadline = time.monotonic() + seconds
+    async with grpc.aio.insecure_channel(engine.target) as channel:
+        stub = assembly_pb2_grpc.AssemblyServiceStub(channel)
+        while time.monotonic() < deadline:
+            found = await stub.RecallMemories(assembly_pb2.RecallMemoriesRequest(identity=query, query=text))
+            if any(text in m.content or text in m.abstract for m in found.memories):
+                return
+            await asyncio.sleep(2)
+    raise AssertionError(f"{text!r} was not recallable within {seconds} s")
+
+
 def test_the_oldest_claimed_host_recalls_once_and_loses_nothing_in_an_outage(
     openclaw: OpenClawHost, model: StandinLlm, engine: EngineProcess, openviking: OpenVikingEndpoint
 ) -> None:
@@ -43,6 +61,7 @@ def test_the_oldest_claimed_host_recalls_once_and_loses_nothing_in_an_outage(
     [(_, result)] = tool_exchanges(requests_for(model, "Remember this.")[-1], "memory_store")
     assert json.loads(result)["uri"].startswith("viking://") and host_session_id(stored)
 
+    asyncio.run(recallable(engine, FACT))
     session_key = "agent:main:old-b"
     asked = ok(openclaw.agent(session_key, "Where does the staging cluster run?"))
     recall = tool_exchanges(
