@@ -27,7 +27,8 @@ GATEWAY_START_SECONDS = 300.0
 TURN_SECONDS = 180.0
 GATEWAY_READY_MARKS = ("startup outcomes:", "[heartbeat] started")
 RECALL_LIMIT = 3
-"""The test plugin config's `recallLimit` (below the engine's default 6): it must reach the engine."""
+"""The test plugin config's `recallLimit` (below the engine's default 6), sent with every call;
+`tests/assembly/test_call_settings.py` shows what it limits."""
 
 
 def openclaw_config(model_base_url: str, gateway_port: int, log_file: Path) -> dict[str, Any]:

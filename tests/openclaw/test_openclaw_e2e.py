@@ -6,7 +6,7 @@ the stand-in model scripted by the prompts (`[[call <tool> <json>]]`):
 1. session A, a turn whose model calls `memory_store` with a decision; a second turn;
    `openclaw sessions compact`; a turn whose model calls `memory_expand` on the checkpoint;
 2. session B asks about the decision: the model receives one `memory_recall_auto` pair with it
-   (one per model request, however often the host calls assemble), at most `recallLimit` long;
+   (one per model request, however often the host calls assemble);
 3. the engine is stopped: turn D2 still completes (assemble passthrough, its commitTurn fails
    and is queued by the host); turn D3 retries D2's key, fails and runs on the host's built-in
    engine; the engine is restarted: turn D4 stores D2 (the host's retry), D3 (the plugin finds
@@ -28,7 +28,7 @@ import pytest
 from contextengine.v1 import capture_pb2, capture_pb2_grpc, common_pb2, compaction_pb2, compaction_pb2_grpc
 
 from tests.openclaw.engine_process import EngineProcess
-from tests.openclaw.host import RECALL_LIMIT, OpenClawHost
+from tests.openclaw.host import OpenClawHost
 from tests.openclaw.scenarios import (
     assert_each_turn_once,
     assert_one_recall_pair_per_request,
@@ -121,13 +121,12 @@ def test_openclaw_drives_the_engine_end_to_end(
     [store_result] = [m for m in messages if m["role"] == "toolResult"]
     assert store_result["toolName"] == "memory_store" and "viking://" in store_result["content"][0]["text"]
 
-    # --- session B: auto recall carries the decision, once, at most recallLimit memories ---
+    # --- session B: auto recall carries the decision, once ---
     asked = ok(openclaw.agent(SESSION_B, "Which database did we decide on for the billing service?"))
     session_b = host_session_id(asked)
     [first_request, *_] = requests_for(model, "Which database did we decide")
     recall = tool_exchanges(first_request, "memory_recall_auto")
     assert len(recall) == 1 and DECISION in recall[0][1], recall
-    assert len(json.loads(recall[0][1])["memories"]) <= RECALL_LIMIT
     # the turn index: the conversation itself is recalled, not only what was stored explicitly
     assert "We decided: PostgreSQL 16 for billing." in recall[0][1], recall
 

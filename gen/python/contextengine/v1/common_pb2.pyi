@@ -340,7 +340,9 @@ class SettingsOverrides(_message.Message):
     auto_recall: _builtins.bool
     """[autoRecall] Assemble injects auto recall."""
     recall_limit: _builtins.int
-    """[recallLimit] Most memories recalled (auto recall, memory_recall, the fallback), 1-100."""
+    """[recallLimit] Most stored memories auto recall shows (the exchanges beside them are bounded
+    by the token budget); most items RecallMemories and RecallFallback return. 1-100.
+    """
     recall_score_threshold: _builtins.float
     """[recallScoreThreshold] Lowest score a recalled memory may have, 0-1."""
     recall_max_content_chars: _builtins.int

@@ -160,7 +160,10 @@ export interface SettingsOverrides {
   autoRecall?:
     | boolean
     | undefined;
-  /** [recallLimit] Most memories recalled (auto recall, memory_recall, the fallback), 1-100. */
+  /**
+   * [recallLimit] Most stored memories auto recall shows (the exchanges beside them are bounded
+   * by the token budget); most items RecallMemories and RecallFallback return. 1-100.
+   */
   recallLimit?:
     | number
     | undefined;
