@@ -25,6 +25,8 @@ MODEL_PROVIDER = "local"
 MODEL_ID = "m"
 GATEWAY_START_SECONDS = 300.0
 TURN_SECONDS = 180.0
+E2E_TIMEOUT_SECONDS = 1800
+"""One end-to-end test's limit: ~4 min on an idle machine, over 10 on a loaded 2-core one."""
 GATEWAY_READY_MARKS = ("startup outcomes:", "[heartbeat] started")
 RECALL_LIMIT = 3
 """The test plugin config's `recallLimit` (below the engine's default 6), sent with every call;

@@ -28,7 +28,7 @@ import pytest
 from contextengine.v1 import capture_pb2, capture_pb2_grpc, common_pb2, compaction_pb2, compaction_pb2_grpc
 
 from tests.openclaw.engine_process import EngineProcess
-from tests.openclaw.host import OpenClawHost
+from tests.openclaw.host import E2E_TIMEOUT_SECONDS, OpenClawHost
 from tests.openclaw.scenarios import (
     assert_each_turn_once,
     assert_one_recall_pair_per_request,
@@ -78,6 +78,7 @@ async def checkpoints(engine: EngineProcess, session_id: str) -> list[Any]:
     return list(response.checkpoints)
 
 
+@pytest.mark.timeout(E2E_TIMEOUT_SECONDS)
 def test_openclaw_drives_the_engine_end_to_end(
     openclaw: OpenClawHost,
     model: StandinLlm,

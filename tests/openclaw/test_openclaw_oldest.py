@@ -22,7 +22,7 @@ import pytest
 from contextengine.v1 import assembly_pb2, assembly_pb2_grpc, common_pb2
 
 from tests.openclaw.engine_process import EngineProcess
-from tests.openclaw.host import OpenClawHost
+from tests.openclaw.host import E2E_TIMEOUT_SECONDS, OpenClawHost
 from tests.openclaw.scenarios import (
     assert_one_recall_pair_per_request,
     assert_outage_stored,
@@ -61,6 +61,7 @@ async def recallable(engine: EngineProcess, text: str, seconds: float = 120.0) -
     raise AssertionError(f"{text!r} was not recallable within {seconds} s")
 
 
+@pytest.mark.timeout(E2E_TIMEOUT_SECONDS)
 def test_the_oldest_claimed_host_recalls_once_and_loses_nothing_in_an_outage(
     openclaw: OpenClawHost, model: StandinLlm, engine: EngineProcess, openviking: OpenVikingEndpoint
 ) -> None:
