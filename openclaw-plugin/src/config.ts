@@ -1,9 +1,14 @@
 /**
- * The plugin's settings: the upstream OpenViking plugin's keys (accepted unchanged; the engine
- * reads the ones it acts on from its own config) plus `engine`, how to reach the gRPC services.
+ * The plugin's settings: every key does something. The memory keys (named as in the upstream
+ * OpenViking plugin) go to the engine with each call as `SettingsOverrides`, whose fields have
+ * the same names; `agentId`, `timeoutMs`, `memoryExpandMaxResults` and `engine` (how to reach
+ * the gRPC services) are the plugin's own; the rest (`baseUrl`, `captureMaxLength`, ...) are
+ * the engine's, read when it is started with the same openclaw.json. The upstream keys nothing here uses are not accepted (a
+ * config naming one fails registration, naming the key).
  */
 import { readFileSync } from "node:fs";
 
+import type { SettingsOverrides } from "../gen/contextengine/v1/common.js";
 import { type JsonSchema, schemaProblems } from "./schema.js";
 
 export const PLUGIN_ID = "viking-context-engine";
@@ -33,7 +38,24 @@ export type PluginConfig = {
   /** Agent id when the host does not name one (upstream `agentId`). */
   agentId: string;
   deadlines: Deadlines;
+  /** The memory keys set in the config, sent with every call (unset: the engine's own). */
+  overrides: SettingsOverrides;
+  /** memory_expand's limit when the model gives none (0: the engine's). */
+  expandLimit: number;
 };
+
+/** Config keys that are `SettingsOverrides` fields of the same name. */
+export const OVERRIDE_KEYS = [
+  "autoRecall",
+  "recallLimit",
+  "recallScoreThreshold",
+  "recallMaxContentChars",
+  "recallPreferAbstract",
+  "recallTokenBudget",
+  "recentRawTurnCount",
+  "assembleRecallWindow",
+  "autoCapture",
+] as const satisfies readonly (keyof SettingsOverrides)[];
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -56,7 +78,8 @@ type RawEngine = Partial<{
   toolDeadlineMs: number;
 }>;
 
-type RawConfig = Partial<{ agentId: string; timeoutMs: number; engine: RawEngine }>;
+type RawConfig = Partial<{ agentId: string; timeoutMs: number; memoryExpandMaxResults: number; engine: RawEngine }> &
+  SettingsOverrides;
 
 /** Validated settings from `plugins.entries.<id>.config` (every problem reported at once, by key). */
 export function parseConfig(raw: unknown): PluginConfig {
@@ -83,5 +106,7 @@ export function parseConfig(raw: unknown): PluginConfig {
       compactMs: engine.compactDeadlineMs ?? Math.max(timeoutMs, 120_000),
       toolMs: engine.toolDeadlineMs ?? timeoutMs,
     },
+    overrides: Object.fromEntries(OVERRIDE_KEYS.filter((k) => config[k] !== undefined).map((k) => [k, config[k]])),
+    expandLimit: config.memoryExpandMaxResults ?? 0,
   };
 }

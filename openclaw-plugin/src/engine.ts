@@ -22,7 +22,9 @@ import type {
   CompactResult,
   ContextEngine,
   Logger,
+  TurnAnchor,
 } from "./host.js";
+import { acknowledge, missedTurns, rememberTranscript } from "./acknowledged.js";
 import { identityFor } from "./identity.js";
 import { type HostMessage, toEngineMessage, toHostMessage } from "./messages.js";
 import { importHostHistory } from "./bootstrap.js";
@@ -54,6 +56,7 @@ export function createEngine(config: PluginConfig, log: Logger): ContextEngine {
 
   async function assemble(params: AssembleParams): Promise<AssembleResult> {
     const scope = turnScope(params.sessionId, params.sessionKey);
+    rememberTranscript(params.sessionId, params.messages);
     try {
       const response = await unary(
         clients.assembly,
@@ -64,6 +67,7 @@ export function createEngine(config: PluginConfig, log: Logger): ContextEngine {
           tokenBudget: params.tokenBudget ?? params.runtimeContext?.tokenBudget ?? 0,
           model: params.model ?? "",
           prompt: params.prompt ?? "",
+          overrides: config.overrides,
         }),
         config.deadlines.assembleMs,
         scope.headers(),
@@ -79,26 +83,68 @@ export function createEngine(config: PluginConfig, log: Logger): ContextEngine {
     }
   }
 
+  /** One fenced turn to the engine: true when it answered DUPLICATE (stored before). */
+  async function commitOne(
+    params: CommitTurnParams,
+    turn: { key: string; messages: HostMessage[]; admission: TurnAnchor; terminal: TurnAnchor },
+    scope: TraceScope,
+  ): Promise<boolean> {
+    const response = await unary(
+      clients.capture,
+      clients.capture.commitTurn,
+      CommitTurnRequest.fromPartial({
+        identity: identityFor(config, params.sessionId, params.sessionKey),
+        messages: turn.messages.map(toEngineMessage),
+        advancementKey: turn.key,
+        admission: { json: JSON.stringify(turn.admission) },
+        terminal: { json: JSON.stringify(turn.terminal) },
+        isHeartbeat: params.isHeartbeat === true,
+        tokenBudget: params.runtimeContext?.tokenBudget ?? 0,
+        model: params.runtimeSettings?.model?.resolved ?? "",
+        overrides: config.overrides,
+      }),
+      config.deadlines.commitTurnMs,
+      scope.headers(),
+    );
+    return response.status === CommitTurnStatus.COMMIT_TURN_STATUS_DUPLICATE;
+  }
+
+  /**
+   * The turns the host ran on its own engine since the last one acknowledged (see
+   * `acknowledged.ts`), each under its own key, before this one: the stream stays in order.
+   * Their anchors are the host's own ids; the host kept no entry positions for them here.
+   */
+  async function commitMissedTurns(params: CommitTurnParams, current: string, scope: TraceScope): Promise<void> {
+    const where = { agentId: params.admission?.agentId, sessionId: params.sessionId, sessionKey: params.sessionKey ?? "" };
+    for (const missed of missedTurns(params.sessionId, current)) {
+      const first = missed.messages[0];
+      await commitOne(
+        params,
+        {
+          key: missed.logicalTurnId,
+          messages: missed.messages,
+          admission: { ...where, logicalTurnId: missed.logicalTurnId, role: "user", idempotencyKey: first?.idempotencyKey, recovered: true },
+          terminal: { ...where, recovered: true },
+        },
+        scope,
+      );
+      acknowledge(params.sessionId, missed.logicalTurnId);
+      log.info(`[${PLUGIN_ID}] stored turn ${missed.logicalTurnId}, which the host ran without the engine`);
+    }
+  }
+
   async function commitTurn(params: CommitTurnParams): Promise<{ status: "committed" | "duplicate" }> {
     const scope = turnScope(params.sessionId, params.sessionKey);
+    const current = String(params.admission?.logicalTurnId ?? params.advancementKey);
     try {
-      const response = await unary(
-        clients.capture,
-        clients.capture.commitTurn,
-        CommitTurnRequest.fromPartial({
-          identity: identityFor(config, params.sessionId, params.sessionKey),
-          messages: params.messages.map(toEngineMessage),
-          advancementKey: params.advancementKey,
-          admission: { json: JSON.stringify(params.admission ?? {}) },
-          terminal: { json: JSON.stringify(params.terminal ?? {}) },
-          isHeartbeat: params.isHeartbeat === true,
-          tokenBudget: params.runtimeContext?.tokenBudget ?? 0,
-          model: params.runtimeSettings?.model?.resolved ?? "",
-        }),
-        config.deadlines.commitTurnMs,
-        scope.headers(),
+      await commitMissedTurns(params, current, scope);
+      const duplicate = await commitOne(
+        params,
+        { key: params.advancementKey, messages: params.messages, admission: params.admission ?? {}, terminal: params.terminal ?? {} },
+        scope,
       );
-      return { status: response.status === CommitTurnStatus.COMMIT_TURN_STATUS_DUPLICATE ? "duplicate" : "committed" };
+      acknowledge(params.sessionId, current);
+      return { status: duplicate ? "duplicate" : "committed" };
     } catch (error) {
       scope.fail(error);
       log.warn(`[${PLUGIN_ID}] commitTurn ${params.advancementKey} failed, the host will retry it: ${describe(error)}`);
@@ -148,8 +194,8 @@ export function createEngine(config: PluginConfig, log: Logger): ContextEngine {
     onlyIfNew: boolean,
   ): Promise<number> {
     const response = await unary(
-        clients.capture,
-        clients.capture.ingest,
+      clients.capture,
+      clients.capture.ingest,
       IngestRequest.fromPartial({
         identity: identityFor(config, sessionId, sessionKey),
         messages: messages.map(toEngineMessage),

@@ -113,9 +113,22 @@ export type Tool = {
   execute(toolCallId: string, params: unknown, signal?: AbortSignal): Promise<ToolResult>;
 };
 
+/** `before_prompt_build` (`PluginHookBeforePromptBuildEvent` / `...Result`). */
+export type PromptBuildEvent = { prompt: string; currentUserMessage?: string; messages: unknown[] };
+export type PromptBuildResult = { prependContext?: string };
+/** The parts of `PluginHookAgentContext` the hooks read. */
+export type HookAgentContext = { agentId?: string; sessionKey?: string; sessionId?: string };
+
 export type PluginApi = {
   pluginConfig?: Record<string, unknown>;
+  /** The host's whole config (only its context-engine slot is read). */
+  config?: { plugins?: { slots?: { contextEngine?: string } } };
   logger: Logger;
-  registerContextEngine(id: string, factory: () => ContextEngine): void;
+  /** Absent on hosts older than the context-engine API. */
+  registerContextEngine?(id: string, factory: () => ContextEngine): void;
   registerTool(factory: (ctx: ToolContext) => Tool, opts?: { name?: string }): void;
+  on?(
+    hook: "before_prompt_build",
+    handler: (event: PromptBuildEvent, ctx: HookAgentContext) => Promise<PromptBuildResult | undefined>,
+  ): void;
 };

@@ -12,6 +12,7 @@ import { engineClients, unary } from "./channels.js";
 import type { PluginConfig } from "./config.js";
 import type { Tool, ToolContext, ToolResult } from "./host.js";
 import { identityFor } from "./identity.js";
+import { toHostMessage } from "./messages.js";
 import { TraceScope, turnOf } from "./tracing.js";
 
 export const TOOL_NAMES = ["memory_recall", "memory_store", "memory_forget", "memory_expand"] as const;
@@ -99,7 +100,12 @@ export function createTool(name: ToolName, config: PluginConfig, ctx: ToolContex
       const response = await unary(
         clients.assembly,
         clients.assembly.recallMemories,
-        RecallMemoriesRequest.fromPartial({ identity: identity(), query: str(args, "query"), limit: int(args, "limit") }),
+        RecallMemoriesRequest.fromPartial({
+          identity: identity(),
+          query: str(args, "query"),
+          limit: int(args, "limit"),
+          overrides: config.overrides,
+        }),
         config.deadlines.toolMs,
         headers,
       );
@@ -131,7 +137,7 @@ export function createTool(name: ToolName, config: PluginConfig, ctx: ToolContex
           identity: identity(),
           summaryOrMemoryUri: str(args, "summaryOrMemoryUri"),
           query: str(args, "query"),
-          limit: int(args, "limit"),
+          limit: int(args, "limit") || config.expandLimit,
         }),
         config.deadlines.toolMs,
         headers,
@@ -140,11 +146,12 @@ export function createTool(name: ToolName, config: PluginConfig, ctx: ToolContex
         checkpointId: response.checkpointId,
         linkedUris: response.linkedUris,
         readableUris: response.readableUris,
+        // Each turn as the host's own message (role, text, tool calls with their arguments,
+        // tool results): the engine keeps the message exactly as the host sent it.
         turns: response.turns.map((t) => ({
           sequence: t.turn?.sequence ?? 0,
-          role: t.turn?.role ?? 0,
-          text: (t.turn?.parts ?? []).map((p) => p.text?.text ?? "").filter(Boolean).join("\n"),
           sourceUri: t.sourceUri,
+          ...(t.message ? { message: toHostMessage(t.message) } : {}),
         })),
       });
     },

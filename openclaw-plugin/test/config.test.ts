@@ -1,36 +1,45 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { ConfigError, DEFAULT_TARGET, manifest, parseConfig } from "../src/config.js";
+import { ConfigError, DEFAULT_TARGET, manifest, OVERRIDE_KEYS, parseConfig } from "../src/config.js";
 import { TOOL_NAMES } from "../src/tools.js";
 
-const UPSTREAM = {
-  mode: "remote",
-  baseUrl: "http://127.0.0.1:1933",
-  apiKey: "k",
-  agentId: "default",
-  timeoutMs: 15000,
-  autoRecall: true,
-  autoCapture: true,
-  recallLimit: 6,
-  recallScoreThreshold: 0.15,
-  recallMaxContentChars: 500,
-  recallPreferAbstract: true,
+const MEMORY_KEYS = {
+  autoRecall: false,
+  recallLimit: 1,
+  recallScoreThreshold: 0.3,
+  recallMaxContentChars: 200,
+  recallPreferAbstract: false,
   recallTokenBudget: 2000,
-  captureMode: "semantic",
-  captureMaxLength: 24000,
-  targetUri: "viking://user/memories",
-  commitTokenThreshold: 20000,
+  recentRawTurnCount: 4,
+  assembleRecallWindow: 2,
+  autoCapture: true,
 };
 
-test("an upstream OpenViking plugin config is accepted unchanged", () => {
-  const config = parseConfig(UPSTREAM);
-  assert.deepEqual(config.targets, { capture: DEFAULT_TARGET, assembly: DEFAULT_TARGET, compaction: DEFAULT_TARGET });
-  assert.equal(config.deadlines.commitTurnMs, 15000);
-  assert.equal(config.tls, false);
+/** Keys only the engine reads, from this config block when it loads the host's openclaw.json. */
+const ENGINE_FILE_KEYS = ["mode", "configPath", "port", "baseUrl", "apiKey", "captureMaxLength", "compactCommitThreshold"];
+
+test("every memory key reaches the engine with each call, under its own name", () => {
+  const config = parseConfig({ ...MEMORY_KEYS, agentId: "main", timeoutMs: 9000, memoryExpandMaxResults: 3 });
+  assert.deepEqual(config.overrides, MEMORY_KEYS);
+  assert.deepEqual([...OVERRIDE_KEYS].sort(), Object.keys(MEMORY_KEYS).sort());
+  assert.equal(config.expandLimit, 3);
+  assert.equal(config.deadlines.commitTurnMs, 9000);
+  assert.deepEqual(parseConfig({}).overrides, {}, "unset keys leave the engine's own values");
+});
+
+test("every key in the schema does something (in the plugin or the engine): the upstream keys nothing uses are refused", () => {
+  const keys = Object.keys(manifest.configSchema.properties ?? {}).sort();
+  assert.deepEqual(keys, [...OVERRIDE_KEYS, ...ENGINE_FILE_KEYS, "agentId", "timeoutMs", "memoryExpandMaxResults", "engine"].sort());
+  for (const ignored of ["captureMode", "targetUri", "commitTokenThreshold", "recallResources"]) {
+    assert.throws(() => parseConfig({ [ignored]: "x" }), /unknown key/, ignored);
+  }
 });
 
 test("the engine block sets targets, TLS and deadlines", () => {
+  const defaults = parseConfig({});
+  assert.deepEqual(defaults.targets, { capture: DEFAULT_TARGET, assembly: DEFAULT_TARGET, compaction: DEFAULT_TARGET });
+  assert.equal(defaults.tls, false);
   const config = parseConfig({
     engine: { target: "engine:50051", compactionTarget: "compaction:50053", tls: true, assembleDeadlineMs: 900 },
   });

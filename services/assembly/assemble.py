@@ -42,7 +42,12 @@ from services.assembly.summaries import SummarySource
 from services.assembly.token_counts import MessageTokens, TokenCountCache
 from shared.config import Settings
 from shared.domain.envelope import turn_id_for
-from shared.domain.host_messages import HostMessageCache, host_transcript, newest_first
+from shared.domain.host_messages import (
+    HostMessageCache,
+    host_transcript,
+    newest_first,
+    without_engine_injections,
+)
 from shared.domain.identity import RequestIdentity
 from shared.tokens import TokenCounter
 
@@ -116,7 +121,8 @@ async def assemble_context(
     prompt: str,
     deadline: float,
 ) -> AssembleResult:
-    """The model's context for this call, as a pipeline over the host's messages (`wires`):
+    """The model's context for this call, as a pipeline over the host's messages (`wires`, less
+    what the engine injected into an earlier answer: this call injects its own):
 
     1. the recall intent (`services.assembly.recall_intent`): recall or not, its sources, the query,
        from the prompt and the newest messages only;
@@ -125,6 +131,7 @@ async def assemble_context(
     4. packing into the budget, once retrieval is in;
     5. the packet that says what was chosen and why.
     """
+    wires = without_engine_injections(wires)
     budget = token_budget or settings.default_token_budget
     counter = TokenCounter.for_model(model, settings.default_encoding)
     recent = list(islice(newest_first(wires, caches.host_messages), INTENT_MESSAGES))

@@ -19,6 +19,7 @@ class AssembleWire(Protocol):
     token_budget: int
     model: str
     prompt: str
+    overrides: common_pb2.SettingsOverrides
 
 
 ASSEMBLE_WIRE: WireCodec[AssembleWire] = WireCodec(assembly_pb2.AssembleRequest)

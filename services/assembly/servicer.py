@@ -28,6 +28,7 @@ from shared.domain.identity import request_identity
 from shared.domain.memory_changes import MemoryChanges
 from shared.domain.messages import MAX_TEXT_CHARS
 from shared.errors import FailedPrecondition, InvalidArgument
+from shared.settings_overrides import CallSettings
 from shared.telemetry import attributes as attr
 from shared.telemetry.metrics import record_assembled_tokens, record_recall_hits
 
@@ -45,6 +46,7 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
         memory_changes: MemoryChanges | None = None,
     ) -> None:
         self._settings = settings
+        self._call_settings = CallSettings(settings)
         self._backend = backend
         self._summaries = summaries
         self._caches = AssembleCaches(
@@ -87,7 +89,7 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
         result = await assemble_context(
             self._backend,
             self._summaries,
-            self._settings,
+            self._call_settings.for_call(request.overrides),
             identity,
             request.messages,
             caches=self._caches,
@@ -127,7 +129,7 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
             raise InvalidArgument("limit", f"must be between 0 and {MAX_RECALL_LIMIT} (0 means recallLimit)")
         result = await recall_for_tool(
             self._backend,
-            self._settings,
+            self._call_settings.for_call(request.overrides),
             identity,
             request.query,
             limit=request.limit,
@@ -150,7 +152,7 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
             raise InvalidArgument("prompt", f"is longer than {MAX_TEXT_CHARS} characters")
         result = await recall_fallback_block(
             self._backend,
-            self._settings,
+            self._call_settings.for_call(request.overrides),
             identity,
             request.prompt,
             deadline=self._deadline(context),

@@ -1,10 +1,10 @@
 """Recognising what the engine itself injected into the host transcript, so it is never captured.
 
-Assembly marks every message it adds (docs/design.md §3.3): ids start with `ce-injected-`, host_fields
-carry a `contextengine_injected` key, auto recall is an assistant `memory_recall_auto` tool call
-followed by its tool result. The legacy fallback path prepends `<relevant-memories>` blocks to
-user text instead. The markers are the contract with `services.assembly.injection`; a test pins
-that both sides agree.
+Whole injected messages (auto recall's call and result, summaries, with or without the engine's
+marks) are recognised as `shared.domain.engine_injections` says; here also the injected blocks
+inside a host's own message, and the `<relevant-memories>` blocks the legacy fallback path
+prepends to user text. The markers are the contract with `services.assembly.injection`; a test
+pins that both sides agree.
 """
 
 from __future__ import annotations
@@ -15,12 +15,13 @@ from dataclasses import dataclass, replace
 
 from contextengine.v1 import common_pb2
 
+from shared.domain.engine_injections import (
+    AUTO_RECALL_TOOL,
+    is_injected_message,
+)
+from shared.domain.engine_injections import recall_call_ids as auto_recall_call_ids
 from shared.domain.json_text import loads_or_none
 from shared.domain.messages import MessageShape
-
-INJECTED_ID_PREFIX = "ce-injected-"
-INJECTED_MARKER_KEY = "contextengine_injected"
-AUTO_RECALL_TOOL = "memory_recall_auto"
 
 RELEVANT_MEMORIES_BLOCK = re.compile(r"<relevant-memories>.*?</relevant-memories>", re.DOTALL | re.IGNORECASE)
 
@@ -43,17 +44,6 @@ class CleanedMessage:
     per `<relevant-memories>` block stripped from its text."""
 
 
-def has_injected_marker(message: common_pb2.ConversationMessage) -> bool:
-    """True for messages the engine added (id prefix or host_fields marker)."""
-    if message.id.startswith(INJECTED_ID_PREFIX):
-        return True
-    raw = message.host_fields.json
-    if INJECTED_MARKER_KEY not in raw:
-        return False
-    fields = loads_or_none(raw)
-    return isinstance(fields, dict) and INJECTED_MARKER_KEY in fields
-
-
 def strip_relevant_memories(text: str) -> tuple[str, int]:
     """Text without injected `<relevant-memories>` blocks (and the blank lines they leave), and
     how many blocks were stripped."""
@@ -61,16 +51,6 @@ def strip_relevant_memories(text: str) -> tuple[str, int]:
         return text, 0
     stripped, count = RELEVANT_MEMORIES_BLOCK.subn("", text)
     return (stripped.strip(), count) if count else (text, 0)
-
-
-def auto_recall_call_ids(messages: Sequence[common_pb2.ConversationMessage]) -> frozenset[str]:
-    """Ids of every `memory_recall_auto` tool call in the transcript."""
-    return frozenset(
-        block.tool_call.id
-        for message in messages
-        for block in message.content
-        if block.HasField("tool_call") and block.tool_call.name == AUTO_RECALL_TOOL
-    )
 
 
 def auto_recall_call_ids_of(shapes: Sequence[MessageShape]) -> frozenset[str]:
@@ -97,7 +77,7 @@ def _is_injected_block(block: common_pb2.ContentBlock, recall_ids: frozenset[str
 
 def clean_message(message: common_pb2.ConversationMessage, recall_ids: frozenset[str]) -> CleanedMessage:
     """The host's own part of `message`: injected blocks dropped, recall text blocks stripped."""
-    if has_injected_marker(message):
+    if is_injected_message(message, recall_ids):
         return CleanedMessage(None, injected=True, skipped=1)
     if not any(
         _is_injected_block(b, recall_ids)

@@ -31,6 +31,7 @@ from shared.domain.skills import validate_used_skills, validated_skills
 from shared.errors import InvalidArgument
 from shared.openviking.client import OpenVikingClient
 from shared.runtime.deadlines import call_deadline
+from shared.settings_overrides import CallSettings
 from shared.telemetry import attributes as attr
 from shared.telemetry.metrics import record_trigger
 
@@ -64,6 +65,7 @@ class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
         memory_changes: MemoryChanges | None = None,
     ) -> None:
         self._settings = settings
+        self._call_settings = CallSettings(settings)
         self._ov = openviking
         self._turns = turns
         self._memory_changes = memory_changes or MemoryChanges()
@@ -134,7 +136,7 @@ class CaptureServicer(capture_pb2_grpc.CaptureServiceServicer):
         self, request: capture_pb2.CommitTurnRequest, context: aio.ServicerContext[object, object]
     ) -> capture_pb2.CommitTurnResponse:
         committed = capture_pb2.COMMIT_TURN_STATUS_COMMITTED
-        if not self._settings.auto_capture:
+        if not self._call_settings.for_call(request.overrides).auto_capture:
             return capture_pb2.CommitTurnResponse(
                 status=committed, first_sequence=-1, last_sequence=-1, skipped_reason=SKIPPED_CAPTURE_OFF
             )

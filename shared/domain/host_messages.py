@@ -23,6 +23,14 @@ from dataclasses import dataclass, field
 from contextengine.v1 import common_pb2
 from google.protobuf.message import DecodeError
 
+from shared.domain.engine_injections import (
+    AUTO_RECALL_TOOL,
+    INJECTED_ID_PREFIX,
+    INJECTED_MARKER_KEY,
+    SUMMARY_HEADER,
+    is_injected_message,
+    recall_call_ids,
+)
 from shared.domain.messages import MessageKeys, MessageShape, TranscriptCheck, check_message_count
 from shared.domain.turns import Turn, extend_turns
 from shared.errors import InvalidArgument
@@ -150,6 +158,43 @@ def host_transcript(
     weight = sum(map(len, sent))
     cache.streams.put(stream, _StreamTranscript(sent, transcript, frozenset(check.calls)), weight=weight)
     return transcript
+
+
+_INJECTION_TRACES = tuple(
+    t.encode() for t in (INJECTED_ID_PREFIX, INJECTED_MARKER_KEY, AUTO_RECALL_TOOL, SUMMARY_HEADER)
+)
+"""Bytes one of which every engine-injected message's encoding contains, except a recall result
+the host stripped of its tool name (found by its call id instead)."""
+
+
+def without_engine_injections(wires: Sequence[bytes]) -> list[bytes]:
+    """The host's messages without those the engine injected into an earlier call's answer (an
+    Assemble's own output handed back to it): this call injects its own, never a second copy.
+
+    Only messages whose bytes hold a trace of an injection are decoded. One that does not decode
+    is kept, for `host_transcript` to name."""
+    suspects: dict[int, common_pb2.ConversationMessage] = {}
+    for index, wire in enumerate(wires):
+        if any(trace in wire for trace in _INJECTION_TRACES):
+            try:
+                suspects[index] = common_pb2.ConversationMessage.FromString(wire)
+            except DecodeError:
+                continue
+    if not suspects:
+        return list(wires)
+    recall_ids = recall_call_ids(suspects.values())
+    traces = [call_id.encode() for call_id in recall_ids]
+    for index, wire in enumerate(wires):
+        if index not in suspects and any(trace in wire for trace in traces):
+            try:
+                suspects[index] = common_pb2.ConversationMessage.FromString(wire)
+            except DecodeError:
+                continue
+    return [
+        wire
+        for index, wire in enumerate(wires)
+        if index not in suspects or not is_injected_message(suspects[index], recall_ids)
+    ]
 
 
 def newest_first(wires: Sequence[bytes], cache: HostMessageCache) -> Iterator[common_pb2.ConversationMessage]:

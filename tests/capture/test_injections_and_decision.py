@@ -16,6 +16,7 @@ from services.capture.memories import (
     memory_uri,
     unambiguous_match,
 )
+from shared.domain import engine_injections
 from shared.domain.identity import RequestIdentity
 from shared.domain.memory_scope import agent_key
 from shared.domain.turn_index import said_from_tags
@@ -28,9 +29,10 @@ ALICE = RequestIdentity(Tenant("acme", "alice"), "Main-Bot", "sess:1@x", "")
 
 
 def test_markers_match_what_assembly_injects() -> None:
-    assert injections.INJECTED_ID_PREFIX == assembly_injection.INJECTED_ID_PREFIX
-    assert injections.INJECTED_MARKER_KEY == assembly_injection.INJECTED_MARKER_KEY
-    assert injections.AUTO_RECALL_TOOL == assembly_injection.AUTO_RECALL_TOOL
+    assert engine_injections.INJECTED_ID_PREFIX == assembly_injection.INJECTED_ID_PREFIX
+    assert engine_injections.INJECTED_MARKER_KEY == assembly_injection.INJECTED_MARKER_KEY
+    assert engine_injections.AUTO_RECALL_TOOL == assembly_injection.AUTO_RECALL_TOOL
+    assert engine_injections.SUMMARY_HEADER == assembly_injection.SUMMARY_HEADER
     call, result = assembly_injection.injected_recall_pair("q", [], "abcdefghi")
     summary = assembly_injection.summary_message(["earlier we agreed on X"])
     cleaned = injections.clean_transcript([user("hello there friend"), call, result, summary])
@@ -45,6 +47,20 @@ def test_recall_pair_without_markers_is_still_recognised_by_tool_name_and_call_i
     result.content[0].tool_result.tool_name = ""  # only the call id links it
     cleaned = injections.clean_transcript([user("hi there, how are you"), call, result])
     assert [c.injected for c in cleaned] == [False, True, True]
+
+
+def test_injections_a_host_hands_back_without_marks_or_with_renamed_ids_are_not_captured() -> None:
+    """OpenClaw keeps no message id, may drop host_fields and renames a seen call id `abc2`."""
+    call, result = assembly_injection.injected_recall_pair("q", [], "abcdefghi")
+    summary = assembly_injection.summary_message(["earlier we agreed on X"])
+    for m in (call, result, summary):
+        m.id = ""
+        m.ClearField("host_fields")
+    call.content[0].tool_call.id = result.content[0].tool_result.tool_call_id = "abcdefghi2"
+    cleaned = injections.clean_transcript(
+        [summary, user("hello there friend"), call, result, assistant("ok")]
+    )
+    assert [c.injected for c in cleaned] == [True, False, True, True, False]
 
 
 def test_mixed_assistant_message_keeps_its_own_blocks() -> None:

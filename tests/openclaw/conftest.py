@@ -1,4 +1,5 @@
-"""Fixtures for the OpenClaw end-to-end test: toolchain, engine process, stand-in model, host."""
+"""Fixtures for the OpenClaw end-to-end tests: toolchain, engine process, stand-in model, host
+(one set per test module, so each module can pin its own host)."""
 
 from __future__ import annotations
 
@@ -9,16 +10,17 @@ from pathlib import Path
 import pytest
 
 from tests.openclaw.engine_process import EngineProcess
-from tests.openclaw.host import OpenClawHost
-from tests.openclaw.toolchain import Toolchain, build_plugin, install_toolchain
+from tests.openclaw.host import RECALL_LIMIT, OpenClawHost
+from tests.openclaw.toolchain import OPENCLAW_VERSION, Toolchain, build_plugin, install_toolchain
 from tests.support.stack import OpenVikingEndpoint
 from tests.support.standin_llm import StandinLlm
 from tests.telemetry.otlp_receiver import OtlpReceiver, running_otlp_receiver
 
 
 @pytest.fixture(scope="module")
-def toolchain() -> Toolchain:
-    toolchain = install_toolchain()
+def toolchain(request: pytest.FixtureRequest) -> Toolchain:
+    """The host a test module pins (`OPENCLAW_HOST_VERSION`, default the newest release)."""
+    toolchain = install_toolchain(getattr(request.module, "OPENCLAW_HOST_VERSION", OPENCLAW_VERSION))
     build_plugin()
     return toolchain
 
@@ -70,6 +72,7 @@ def openclaw(
         plugin_config={
             "agentId": "main",
             "timeoutMs": 15000,
+            "recallLimit": RECALL_LIMIT,
             "engine": {"target": engine.target, "assembleDeadlineMs": 5000, "commitTurnDeadlineMs": 10000},
         },
         extra_env={"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, "OTEL_SERVICE_NAME": "openclaw"},

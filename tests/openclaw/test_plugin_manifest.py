@@ -11,6 +11,8 @@ import json
 import re
 from pathlib import Path
 
+from contextengine.v1 import common_pb2
+
 from shared.config import _UPSTREAM_IGNORED_KEYS, Settings, load_settings
 from tests.openclaw.toolchain import PLUGIN_DIR
 
@@ -22,6 +24,14 @@ def test_every_key_the_plugin_accepts_is_known_to_the_engine() -> None:
     accepted = set(MANIFEST["configSchema"]["properties"])
     assert accepted - ENGINE_KEYS - _UPSTREAM_IGNORED_KEYS == set()
     assert MANIFEST["configSchema"]["additionalProperties"] is False
+
+
+def test_each_call_setting_is_a_plugin_key_named_as_in_the_engine_config() -> None:
+    """The plugin sends its memory keys as `SettingsOverrides` fields of the same (camelCase) name."""
+    accepted = set(MANIFEST["configSchema"]["properties"])
+    for field in common_pb2.SettingsOverrides.DESCRIPTOR.fields:
+        alias = Settings.model_fields[field.name].alias
+        assert alias in accepted and field.camelcase_name == alias, field.name
 
 
 def test_the_readme_config_block_loads_in_the_engine(tmp_path: Path) -> None:

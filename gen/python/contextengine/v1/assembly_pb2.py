@@ -26,7 +26,7 @@ from contextengine.v1 import common_pb2 as contextengine_dot_v1_dot_common__pb2
 from contextengine.v1 import packet_pb2 as contextengine_dot_v1_dot_packet__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1f\x63ontextengine/v1/assembly.proto\x12\x10\x63ontextengine.v1\x1a\x1d\x63ontextengine/v1/common.proto\x1a\x1d\x63ontextengine/v1/packet.proto\"\xad\x01\n\x0f\x41ssembleRequest\x12,\n\x08identity\x18\x01 \x01(\x0b\x32\x1a.contextengine.v1.Identity\x12\x37\n\x08messages\x18\x02 \x03(\x0b\x32%.contextengine.v1.ConversationMessage\x12\x14\n\x0ctoken_budget\x18\x03 \x01(\x03\x12\r\n\x05model\x18\x04 \x01(\t\x12\x0e\n\x06prompt\x18\x05 \x01(\t\"\xbf\x01\n\x10\x41ssembleResponse\x12\x37\n\x08messages\x18\x01 \x03(\x0b\x32%.contextengine.v1.ConversationMessage\x12\x18\n\x10\x65stimated_tokens\x18\x02 \x01(\x03\x12\x1e\n\x16system_prompt_addition\x18\x03 \x01(\t\x12\x38\n\x06packet\x18\x04 \x01(\x0b\x32(.contextengine.v1.AssembledContextPacket\"c\n\x15RecallMemoriesRequest\x12,\n\x08identity\x18\x01 \x01(\x0b\x32\x1a.contextengine.v1.Identity\x12\r\n\x05query\x18\x02 \x01(\t\x12\r\n\x05limit\x18\x03 \x01(\x05\"\x90\x01\n\x16RecallMemoriesResponse\x12\x32\n\x08memories\x18\x01 \x03(\x0b\x32 .contextengine.v1.RecalledMemory\x12\x30\n\x0btool_result\x18\x02 \x01(\x0b\x32\x1b.contextengine.v1.JsonValue\x12\x10\n\x08\x64\x65graded\x18\x03 \x01(\x08\"U\n\x15RecallFallbackRequest\x12,\n\x08identity\x18\x01 \x01(\x0b\x32\x1a.contextengine.v1.Identity\x12\x0e\n\x06prompt\x18\x02 \x01(\t\"\x91\x01\n\x16RecallFallbackResponse\x12\x17\n\x0fprepend_context\x18\x01 \x01(\t\x12\x32\n\x08memories\x18\x02 \x03(\x0b\x32 .contextengine.v1.RecalledMemory\x12\x18\n\x10\x65stimated_tokens\x18\x03 \x01(\x03\x12\x10\n\x08\x64\x65graded\x18\x04 \x01(\x08\x32\xae\x02\n\x0f\x41ssemblyService\x12Q\n\x08\x41ssemble\x12!.contextengine.v1.AssembleRequest\x1a\".contextengine.v1.AssembleResponse\x12\x63\n\x0eRecallMemories\x12\'.contextengine.v1.RecallMemoriesRequest\x1a(.contextengine.v1.RecallMemoriesResponse\x12\x63\n\x0eRecallFallback\x12\'.contextengine.v1.RecallFallbackRequest\x1a(.contextengine.v1.RecallFallbackResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1f\x63ontextengine/v1/assembly.proto\x12\x10\x63ontextengine.v1\x1a\x1d\x63ontextengine/v1/common.proto\x1a\x1d\x63ontextengine/v1/packet.proto\"\xe5\x01\n\x0f\x41ssembleRequest\x12,\n\x08identity\x18\x01 \x01(\x0b\x32\x1a.contextengine.v1.Identity\x12\x37\n\x08messages\x18\x02 \x03(\x0b\x32%.contextengine.v1.ConversationMessage\x12\x14\n\x0ctoken_budget\x18\x03 \x01(\x03\x12\r\n\x05model\x18\x04 \x01(\t\x12\x0e\n\x06prompt\x18\x05 \x01(\t\x12\x36\n\toverrides\x18\x06 \x01(\x0b\x32#.contextengine.v1.SettingsOverrides\"\xbf\x01\n\x10\x41ssembleResponse\x12\x37\n\x08messages\x18\x01 \x03(\x0b\x32%.contextengine.v1.ConversationMessage\x12\x18\n\x10\x65stimated_tokens\x18\x02 \x01(\x03\x12\x1e\n\x16system_prompt_addition\x18\x03 \x01(\t\x12\x38\n\x06packet\x18\x04 \x01(\x0b\x32(.contextengine.v1.AssembledContextPacket\"\x9b\x01\n\x15RecallMemoriesRequest\x12,\n\x08identity\x18\x01 \x01(\x0b\x32\x1a.contextengine.v1.Identity\x12\r\n\x05query\x18\x02 \x01(\t\x12\r\n\x05limit\x18\x03 \x01(\x05\x12\x36\n\toverrides\x18\x04 \x01(\x0b\x32#.contextengine.v1.SettingsOverrides\"\x90\x01\n\x16RecallMemoriesResponse\x12\x32\n\x08memories\x18\x01 \x03(\x0b\x32 .contextengine.v1.RecalledMemory\x12\x30\n\x0btool_result\x18\x02 \x01(\x0b\x32\x1b.contextengine.v1.JsonValue\x12\x10\n\x08\x64\x65graded\x18\x03 \x01(\x08\"\x8d\x01\n\x15RecallFallbackRequest\x12,\n\x08identity\x18\x01 \x01(\x0b\x32\x1a.contextengine.v1.Identity\x12\x0e\n\x06prompt\x18\x02 \x01(\t\x12\x36\n\toverrides\x18\x03 \x01(\x0b\x32#.contextengine.v1.SettingsOverrides\"\x91\x01\n\x16RecallFallbackResponse\x12\x17\n\x0fprepend_context\x18\x01 \x01(\t\x12\x32\n\x08memories\x18\x02 \x03(\x0b\x32 .contextengine.v1.RecalledMemory\x12\x18\n\x10\x65stimated_tokens\x18\x03 \x01(\x03\x12\x10\n\x08\x64\x65graded\x18\x04 \x01(\x08\x32\xae\x02\n\x0f\x41ssemblyService\x12Q\n\x08\x41ssemble\x12!.contextengine.v1.AssembleRequest\x1a\".contextengine.v1.AssembleResponse\x12\x63\n\x0eRecallMemories\x12\'.contextengine.v1.RecallMemoriesRequest\x1a(.contextengine.v1.RecallMemoriesResponse\x12\x63\n\x0eRecallFallback\x12\'.contextengine.v1.RecallFallbackRequest\x1a(.contextengine.v1.RecallFallbackResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -34,17 +34,17 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'contextengine.v1.assembly_p
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_ASSEMBLEREQUEST']._serialized_start=116
-  _globals['_ASSEMBLEREQUEST']._serialized_end=289
-  _globals['_ASSEMBLERESPONSE']._serialized_start=292
-  _globals['_ASSEMBLERESPONSE']._serialized_end=483
-  _globals['_RECALLMEMORIESREQUEST']._serialized_start=485
-  _globals['_RECALLMEMORIESREQUEST']._serialized_end=584
-  _globals['_RECALLMEMORIESRESPONSE']._serialized_start=587
-  _globals['_RECALLMEMORIESRESPONSE']._serialized_end=731
-  _globals['_RECALLFALLBACKREQUEST']._serialized_start=733
-  _globals['_RECALLFALLBACKREQUEST']._serialized_end=818
-  _globals['_RECALLFALLBACKRESPONSE']._serialized_start=821
-  _globals['_RECALLFALLBACKRESPONSE']._serialized_end=966
-  _globals['_ASSEMBLYSERVICE']._serialized_start=969
-  _globals['_ASSEMBLYSERVICE']._serialized_end=1271
+  _globals['_ASSEMBLEREQUEST']._serialized_end=345
+  _globals['_ASSEMBLERESPONSE']._serialized_start=348
+  _globals['_ASSEMBLERESPONSE']._serialized_end=539
+  _globals['_RECALLMEMORIESREQUEST']._serialized_start=542
+  _globals['_RECALLMEMORIESREQUEST']._serialized_end=697
+  _globals['_RECALLMEMORIESRESPONSE']._serialized_start=700
+  _globals['_RECALLMEMORIESRESPONSE']._serialized_end=844
+  _globals['_RECALLFALLBACKREQUEST']._serialized_start=847
+  _globals['_RECALLFALLBACKREQUEST']._serialized_end=988
+  _globals['_RECALLFALLBACKRESPONSE']._serialized_start=991
+  _globals['_RECALLFALLBACKRESPONSE']._serialized_end=1136
+  _globals['_ASSEMBLYSERVICE']._serialized_start=1139
+  _globals['_ASSEMBLYSERVICE']._serialized_end=1441
 # @@protoc_insertion_point(module_scope)

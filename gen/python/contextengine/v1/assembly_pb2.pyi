@@ -29,6 +29,7 @@ class AssembleRequest(_message.Message):
     TOKEN_BUDGET_FIELD_NUMBER: _builtins.int
     MODEL_FIELD_NUMBER: _builtins.int
     PROMPT_FIELD_NUMBER: _builtins.int
+    OVERRIDES_FIELD_NUMBER: _builtins.int
     token_budget: _builtins.int
     """Total tokens the returned messages may use. 0 means the configured default."""
     model: _builtins.str
@@ -41,6 +42,10 @@ class AssembleRequest(_message.Message):
     def messages(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.ConversationMessage]:
         """The host's current messages."""
 
+    @_builtins.property
+    def overrides(self) -> _common_pb2.SettingsOverrides:
+        """The host plugin's settings for this call (auto recall and its bounds, raw turns kept)."""
+
     def __init__(
         self,
         *,
@@ -49,10 +54,11 @@ class AssembleRequest(_message.Message):
         token_budget: _builtins.int = ...,
         model: _builtins.str = ...,
         prompt: _builtins.str = ...,
+        overrides: _common_pb2.SettingsOverrides | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["identity", b"identity"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["identity", b"identity", "overrides", b"overrides"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["identity", b"identity", "messages", b"messages", "model", b"model", "prompt", b"prompt", "token_budget", b"token_budget"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["identity", b"identity", "messages", b"messages", "model", b"model", "overrides", b"overrides", "prompt", b"prompt", "token_budget", b"token_budget"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -95,21 +101,27 @@ class RecallMemoriesRequest(_message.Message):
     IDENTITY_FIELD_NUMBER: _builtins.int
     QUERY_FIELD_NUMBER: _builtins.int
     LIMIT_FIELD_NUMBER: _builtins.int
+    OVERRIDES_FIELD_NUMBER: _builtins.int
     query: _builtins.str
     limit: _builtins.int
     """Maximum memories returned; 0 means recallLimit."""
     @_builtins.property
     def identity(self) -> _common_pb2.Identity: ...
+    @_builtins.property
+    def overrides(self) -> _common_pb2.SettingsOverrides:
+        """The host plugin's recall settings for this call."""
+
     def __init__(
         self,
         *,
         identity: _common_pb2.Identity | None = ...,
         query: _builtins.str = ...,
         limit: _builtins.int = ...,
+        overrides: _common_pb2.SettingsOverrides | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["identity", b"identity"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["identity", b"identity", "overrides", b"overrides"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["identity", b"identity", "limit", b"limit", "query", b"query"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["identity", b"identity", "limit", b"limit", "overrides", b"overrides", "query", b"query"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -150,19 +162,25 @@ class RecallFallbackRequest(_message.Message):
 
     IDENTITY_FIELD_NUMBER: _builtins.int
     PROMPT_FIELD_NUMBER: _builtins.int
+    OVERRIDES_FIELD_NUMBER: _builtins.int
     prompt: _builtins.str
     """The prompt to recall for."""
     @_builtins.property
     def identity(self) -> _common_pb2.Identity: ...
+    @_builtins.property
+    def overrides(self) -> _common_pb2.SettingsOverrides:
+        """The host plugin's recall settings for this call."""
+
     def __init__(
         self,
         *,
         identity: _common_pb2.Identity | None = ...,
         prompt: _builtins.str = ...,
+        overrides: _common_pb2.SettingsOverrides | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["identity", b"identity"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["identity", b"identity", "overrides", b"overrides"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["identity", b"identity", "prompt", b"prompt"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["identity", b"identity", "overrides", b"overrides", "prompt", b"prompt"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

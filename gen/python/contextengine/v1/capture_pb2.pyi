@@ -381,6 +381,7 @@ class CommitTurnRequest(_message.Message):
     TOKEN_BUDGET_FIELD_NUMBER: _builtins.int
     MODEL_FIELD_NUMBER: _builtins.int
     USED_SKILLS_FIELD_NUMBER: _builtins.int
+    OVERRIDES_FIELD_NUMBER: _builtins.int
     advancement_key: _builtins.str
     """The host's logical turn id. Retries carry the same key; a key already committed answers
     DUPLICATE and stores nothing. Required, at most 512 characters.
@@ -410,6 +411,10 @@ class CommitTurnRequest(_message.Message):
     def used_skills(self) -> _containers.RepeatedCompositeFieldContainer[_envelope_pb2.UsedSkill]:
         """The skills the turn used, as the host reports them; kept with each skill."""
 
+    @_builtins.property
+    def overrides(self) -> _common_pb2.SettingsOverrides:
+        """The host plugin's settings for this call (auto_capture)."""
+
     def __init__(
         self,
         *,
@@ -422,10 +427,11 @@ class CommitTurnRequest(_message.Message):
         token_budget: _builtins.int = ...,
         model: _builtins.str = ...,
         used_skills: _abc.Iterable[_envelope_pb2.UsedSkill] | None = ...,
+        overrides: _common_pb2.SettingsOverrides | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["admission", b"admission", "identity", b"identity", "terminal", b"terminal"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["admission", b"admission", "identity", b"identity", "overrides", b"overrides", "terminal", b"terminal"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["admission", b"admission", "advancement_key", b"advancement_key", "identity", b"identity", "is_heartbeat", b"is_heartbeat", "messages", b"messages", "model", b"model", "terminal", b"terminal", "token_budget", b"token_budget", "used_skills", b"used_skills"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["admission", b"admission", "advancement_key", b"advancement_key", "identity", b"identity", "is_heartbeat", b"is_heartbeat", "messages", b"messages", "model", b"model", "overrides", b"overrides", "terminal", b"terminal", "token_budget", b"token_budget", "used_skills", b"used_skills"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -318,3 +318,97 @@ class ConversationMessage(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ConversationMessage: _TypeAlias = ConversationMessage  # noqa: Y015
+
+@_typing.final
+class SettingsOverrides(_message.Message):
+    """Per-call values of the engine's settings, from the host plugin's config (the config key in
+    brackets). An unset field keeps the engine's own value; a value outside the setting's range
+    is INVALID_ARGUMENT naming the field (`overrides.recall_limit`).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    AUTO_RECALL_FIELD_NUMBER: _builtins.int
+    RECALL_LIMIT_FIELD_NUMBER: _builtins.int
+    RECALL_SCORE_THRESHOLD_FIELD_NUMBER: _builtins.int
+    RECALL_MAX_CONTENT_CHARS_FIELD_NUMBER: _builtins.int
+    RECALL_PREFER_ABSTRACT_FIELD_NUMBER: _builtins.int
+    RECALL_TOKEN_BUDGET_FIELD_NUMBER: _builtins.int
+    RECENT_RAW_TURN_COUNT_FIELD_NUMBER: _builtins.int
+    ASSEMBLE_RECALL_WINDOW_FIELD_NUMBER: _builtins.int
+    AUTO_CAPTURE_FIELD_NUMBER: _builtins.int
+    auto_recall: _builtins.bool
+    """[autoRecall] Assemble injects auto recall."""
+    recall_limit: _builtins.int
+    """[recallLimit] Most stored memories auto recall shows (the exchanges beside them are bounded
+    by the token budget); most items RecallMemories and RecallFallback return. 1-100.
+    """
+    recall_score_threshold: _builtins.float
+    """[recallScoreThreshold] Lowest score a recalled memory may have, 0-1."""
+    recall_max_content_chars: _builtins.int
+    """[recallMaxContentChars] Characters of one recalled memory shown, 20-100000."""
+    recall_prefer_abstract: _builtins.bool
+    """[recallPreferAbstract] Show a memory's abstract rather than its full text."""
+    recall_token_budget: _builtins.int
+    """[recallTokenBudget] Tokens auto recall may take; 0 means a share of the budget."""
+    recent_raw_turn_count: _builtins.int
+    """[recentRawTurnCount] Newest host turns Assemble always keeps raw, 1-10000."""
+    assemble_recall_window: _builtins.int
+    """[assembleRecallWindow] Newest user messages the recall query reads, 1-100."""
+    auto_capture: _builtins.bool
+    """[autoCapture] CommitTurn stores the turn."""
+    def __init__(
+        self,
+        *,
+        auto_recall: _builtins.bool | None = ...,
+        recall_limit: _builtins.int | None = ...,
+        recall_score_threshold: _builtins.float | None = ...,
+        recall_max_content_chars: _builtins.int | None = ...,
+        recall_prefer_abstract: _builtins.bool | None = ...,
+        recall_token_budget: _builtins.int | None = ...,
+        recent_raw_turn_count: _builtins.int | None = ...,
+        assemble_recall_window: _builtins.int | None = ...,
+        auto_capture: _builtins.bool | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_assemble_recall_window", b"_assemble_recall_window", "_auto_capture", b"_auto_capture", "_auto_recall", b"_auto_recall", "_recall_limit", b"_recall_limit", "_recall_max_content_chars", b"_recall_max_content_chars", "_recall_prefer_abstract", b"_recall_prefer_abstract", "_recall_score_threshold", b"_recall_score_threshold", "_recall_token_budget", b"_recall_token_budget", "_recent_raw_turn_count", b"_recent_raw_turn_count", "assemble_recall_window", b"assemble_recall_window", "auto_capture", b"auto_capture", "auto_recall", b"auto_recall", "recall_limit", b"recall_limit", "recall_max_content_chars", b"recall_max_content_chars", "recall_prefer_abstract", b"recall_prefer_abstract", "recall_score_threshold", b"recall_score_threshold", "recall_token_budget", b"recall_token_budget", "recent_raw_turn_count", b"recent_raw_turn_count"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_assemble_recall_window", b"_assemble_recall_window", "_auto_capture", b"_auto_capture", "_auto_recall", b"_auto_recall", "_recall_limit", b"_recall_limit", "_recall_max_content_chars", b"_recall_max_content_chars", "_recall_prefer_abstract", b"_recall_prefer_abstract", "_recall_score_threshold", b"_recall_score_threshold", "_recall_token_budget", b"_recall_token_budget", "_recent_raw_turn_count", b"_recent_raw_turn_count", "assemble_recall_window", b"assemble_recall_window", "auto_capture", b"auto_capture", "auto_recall", b"auto_recall", "recall_limit", b"recall_limit", "recall_max_content_chars", b"recall_max_content_chars", "recall_prefer_abstract", b"recall_prefer_abstract", "recall_score_threshold", b"recall_score_threshold", "recall_token_budget", b"recall_token_budget", "recent_raw_turn_count", b"recent_raw_turn_count"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__assemble_recall_window: _TypeAlias = _typing.Literal["assemble_recall_window"]  # noqa: Y015
+    _WhichOneofArgType__assemble_recall_window: _TypeAlias = _typing.Literal["_assemble_recall_window", b"_assemble_recall_window"]  # noqa: Y015
+    _WhichOneofReturnType__auto_capture: _TypeAlias = _typing.Literal["auto_capture"]  # noqa: Y015
+    _WhichOneofArgType__auto_capture: _TypeAlias = _typing.Literal["_auto_capture", b"_auto_capture"]  # noqa: Y015
+    _WhichOneofReturnType__auto_recall: _TypeAlias = _typing.Literal["auto_recall"]  # noqa: Y015
+    _WhichOneofArgType__auto_recall: _TypeAlias = _typing.Literal["_auto_recall", b"_auto_recall"]  # noqa: Y015
+    _WhichOneofReturnType__recall_limit: _TypeAlias = _typing.Literal["recall_limit"]  # noqa: Y015
+    _WhichOneofArgType__recall_limit: _TypeAlias = _typing.Literal["_recall_limit", b"_recall_limit"]  # noqa: Y015
+    _WhichOneofReturnType__recall_max_content_chars: _TypeAlias = _typing.Literal["recall_max_content_chars"]  # noqa: Y015
+    _WhichOneofArgType__recall_max_content_chars: _TypeAlias = _typing.Literal["_recall_max_content_chars", b"_recall_max_content_chars"]  # noqa: Y015
+    _WhichOneofReturnType__recall_prefer_abstract: _TypeAlias = _typing.Literal["recall_prefer_abstract"]  # noqa: Y015
+    _WhichOneofArgType__recall_prefer_abstract: _TypeAlias = _typing.Literal["_recall_prefer_abstract", b"_recall_prefer_abstract"]  # noqa: Y015
+    _WhichOneofReturnType__recall_score_threshold: _TypeAlias = _typing.Literal["recall_score_threshold"]  # noqa: Y015
+    _WhichOneofArgType__recall_score_threshold: _TypeAlias = _typing.Literal["_recall_score_threshold", b"_recall_score_threshold"]  # noqa: Y015
+    _WhichOneofReturnType__recall_token_budget: _TypeAlias = _typing.Literal["recall_token_budget"]  # noqa: Y015
+    _WhichOneofArgType__recall_token_budget: _TypeAlias = _typing.Literal["_recall_token_budget", b"_recall_token_budget"]  # noqa: Y015
+    _WhichOneofReturnType__recent_raw_turn_count: _TypeAlias = _typing.Literal["recent_raw_turn_count"]  # noqa: Y015
+    _WhichOneofArgType__recent_raw_turn_count: _TypeAlias = _typing.Literal["_recent_raw_turn_count", b"_recent_raw_turn_count"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__assemble_recall_window) -> _WhichOneofReturnType__assemble_recall_window | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__auto_capture) -> _WhichOneofReturnType__auto_capture | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__auto_recall) -> _WhichOneofReturnType__auto_recall | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__recall_limit) -> _WhichOneofReturnType__recall_limit | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__recall_max_content_chars) -> _WhichOneofReturnType__recall_max_content_chars | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__recall_prefer_abstract) -> _WhichOneofReturnType__recall_prefer_abstract | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__recall_score_threshold) -> _WhichOneofReturnType__recall_score_threshold | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__recall_token_budget) -> _WhichOneofReturnType__recall_token_budget | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__recent_raw_turn_count) -> _WhichOneofReturnType__recent_raw_turn_count | None: ...
+
+Global___SettingsOverrides: _TypeAlias = SettingsOverrides  # noqa: Y015

@@ -18,7 +18,7 @@ import {
   type ServiceError,
   type UntypedServiceImplementation,
 } from "@grpc/grpc-js";
-import { ConversationMessage, Identity, JsonValue } from "./common.js";
+import { ConversationMessage, Identity, JsonValue, SettingsOverrides } from "./common.js";
 import { AssembledContextPacket, RecalledMemory } from "./packet.js";
 
 export const protobufPackage = "contextengine.v1";
@@ -37,6 +37,8 @@ export interface AssembleRequest {
   model: string;
   /** The prompt about to be sent, when the host has one (absent on tool-loop iterations). */
   prompt: string;
+  /** The host plugin's settings for this call (auto recall and its bounds, raw turns kept). */
+  overrides: SettingsOverrides | undefined;
 }
 
 export interface AssembleResponse {
@@ -51,6 +53,8 @@ export interface RecallMemoriesRequest {
   query: string;
   /** Maximum memories returned; 0 means recallLimit. */
   limit: number;
+  /** The host plugin's recall settings for this call. */
+  overrides: SettingsOverrides | undefined;
 }
 
 export interface RecallMemoriesResponse {
@@ -66,6 +70,8 @@ export interface RecallFallbackRequest {
     | undefined;
   /** The prompt to recall for. */
   prompt: string;
+  /** The host plugin's recall settings for this call. */
+  overrides: SettingsOverrides | undefined;
 }
 
 export interface RecallFallbackResponse {
@@ -77,7 +83,7 @@ export interface RecallFallbackResponse {
 }
 
 function createBaseAssembleRequest(): AssembleRequest {
-  return { identity: undefined, messages: [], tokenBudget: 0, model: "", prompt: "" };
+  return { identity: undefined, messages: [], tokenBudget: 0, model: "", prompt: "", overrides: undefined };
 }
 
 export const AssembleRequest: MessageFns<AssembleRequest> = {
@@ -96,6 +102,9 @@ export const AssembleRequest: MessageFns<AssembleRequest> = {
     }
     if (message.prompt !== "") {
       writer.uint32(42).string(message.prompt);
+    }
+    if (message.overrides !== undefined) {
+      SettingsOverrides.encode(message.overrides, writer.uint32(50).fork()).join();
     }
     return writer;
   },
@@ -153,6 +162,14 @@ export const AssembleRequest: MessageFns<AssembleRequest> = {
             message.prompt = reader.string();
             continue;
           }
+          case 6: {
+            if (tag !== 50) {
+              break;
+            }
+
+            message.overrides = SettingsOverrides.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -178,6 +195,7 @@ export const AssembleRequest: MessageFns<AssembleRequest> = {
         : 0,
       model: isSet(object.model) ? globalThis.String(object.model) : "",
       prompt: isSet(object.prompt) ? globalThis.String(object.prompt) : "",
+      overrides: isSet(object.overrides) ? SettingsOverrides.fromJSON(object.overrides) : undefined,
     };
   },
 
@@ -198,6 +216,9 @@ export const AssembleRequest: MessageFns<AssembleRequest> = {
     if (message.prompt !== "") {
       obj.prompt = message.prompt;
     }
+    if (message.overrides !== undefined) {
+      obj.overrides = SettingsOverrides.toJSON(message.overrides);
+    }
     return obj;
   },
 
@@ -213,6 +234,9 @@ export const AssembleRequest: MessageFns<AssembleRequest> = {
     message.tokenBudget = object.tokenBudget ?? 0;
     message.model = object.model ?? "";
     message.prompt = object.prompt ?? "";
+    message.overrides = (object.overrides !== undefined && object.overrides !== null)
+      ? SettingsOverrides.fromPartial(object.overrides)
+      : undefined;
     return message;
   },
 };
@@ -347,7 +371,7 @@ export const AssembleResponse: MessageFns<AssembleResponse> = {
 };
 
 function createBaseRecallMemoriesRequest(): RecallMemoriesRequest {
-  return { identity: undefined, query: "", limit: 0 };
+  return { identity: undefined, query: "", limit: 0, overrides: undefined };
 }
 
 export const RecallMemoriesRequest: MessageFns<RecallMemoriesRequest> = {
@@ -360,6 +384,9 @@ export const RecallMemoriesRequest: MessageFns<RecallMemoriesRequest> = {
     }
     if (message.limit !== 0) {
       writer.uint32(24).int32(message.limit);
+    }
+    if (message.overrides !== undefined) {
+      SettingsOverrides.encode(message.overrides, writer.uint32(34).fork()).join();
     }
     return writer;
   },
@@ -401,6 +428,14 @@ export const RecallMemoriesRequest: MessageFns<RecallMemoriesRequest> = {
             message.limit = reader.int32();
             continue;
           }
+          case 4: {
+            if (tag !== 34) {
+              break;
+            }
+
+            message.overrides = SettingsOverrides.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -418,6 +453,7 @@ export const RecallMemoriesRequest: MessageFns<RecallMemoriesRequest> = {
       identity: isSet(object.identity) ? Identity.fromJSON(object.identity) : undefined,
       query: isSet(object.query) ? globalThis.String(object.query) : "",
       limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+      overrides: isSet(object.overrides) ? SettingsOverrides.fromJSON(object.overrides) : undefined,
     };
   },
 
@@ -432,6 +468,9 @@ export const RecallMemoriesRequest: MessageFns<RecallMemoriesRequest> = {
     if (message.limit !== 0) {
       obj.limit = Math.round(message.limit);
     }
+    if (message.overrides !== undefined) {
+      obj.overrides = SettingsOverrides.toJSON(message.overrides);
+    }
     return obj;
   },
 
@@ -445,6 +484,9 @@ export const RecallMemoriesRequest: MessageFns<RecallMemoriesRequest> = {
       : undefined;
     message.query = object.query ?? "";
     message.limit = object.limit ?? 0;
+    message.overrides = (object.overrides !== undefined && object.overrides !== null)
+      ? SettingsOverrides.fromPartial(object.overrides)
+      : undefined;
     return message;
   },
 };
@@ -559,7 +601,7 @@ export const RecallMemoriesResponse: MessageFns<RecallMemoriesResponse> = {
 };
 
 function createBaseRecallFallbackRequest(): RecallFallbackRequest {
-  return { identity: undefined, prompt: "" };
+  return { identity: undefined, prompt: "", overrides: undefined };
 }
 
 export const RecallFallbackRequest: MessageFns<RecallFallbackRequest> = {
@@ -569,6 +611,9 @@ export const RecallFallbackRequest: MessageFns<RecallFallbackRequest> = {
     }
     if (message.prompt !== "") {
       writer.uint32(18).string(message.prompt);
+    }
+    if (message.overrides !== undefined) {
+      SettingsOverrides.encode(message.overrides, writer.uint32(26).fork()).join();
     }
     return writer;
   },
@@ -602,6 +647,14 @@ export const RecallFallbackRequest: MessageFns<RecallFallbackRequest> = {
             message.prompt = reader.string();
             continue;
           }
+          case 3: {
+            if (tag !== 26) {
+              break;
+            }
+
+            message.overrides = SettingsOverrides.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -618,6 +671,7 @@ export const RecallFallbackRequest: MessageFns<RecallFallbackRequest> = {
     return {
       identity: isSet(object.identity) ? Identity.fromJSON(object.identity) : undefined,
       prompt: isSet(object.prompt) ? globalThis.String(object.prompt) : "",
+      overrides: isSet(object.overrides) ? SettingsOverrides.fromJSON(object.overrides) : undefined,
     };
   },
 
@@ -628,6 +682,9 @@ export const RecallFallbackRequest: MessageFns<RecallFallbackRequest> = {
     }
     if (message.prompt !== "") {
       obj.prompt = message.prompt;
+    }
+    if (message.overrides !== undefined) {
+      obj.overrides = SettingsOverrides.toJSON(message.overrides);
     }
     return obj;
   },
@@ -641,6 +698,9 @@ export const RecallFallbackRequest: MessageFns<RecallFallbackRequest> = {
       ? Identity.fromPartial(object.identity)
       : undefined;
     message.prompt = object.prompt ?? "";
+    message.overrides = (object.overrides !== undefined && object.overrides !== null)
+      ? SettingsOverrides.fromPartial(object.overrides)
+      : undefined;
     return message;
   },
 };

@@ -24,7 +24,7 @@ import {
   compactionTriggerFromJSON,
   compactionTriggerToJSON,
 } from "./checkpoint.js";
-import { ConversationMessage, Identity, JsonValue } from "./common.js";
+import { ConversationMessage, Identity, JsonValue, SettingsOverrides } from "./common.js";
 import { UsedSkill } from "./envelope.js";
 import { MemoryScope, memoryScopeFromJSON, memoryScopeToJSON, RecalledMemory } from "./packet.js";
 
@@ -206,6 +206,8 @@ export interface CommitTurnRequest {
   model: string;
   /** The skills the turn used, as the host reports them; kept with each skill. */
   usedSkills: UsedSkill[];
+  /** The host plugin's settings for this call (auto_capture). */
+  overrides: SettingsOverrides | undefined;
 }
 
 export interface CommitTurnResponse {
@@ -1546,6 +1548,7 @@ function createBaseCommitTurnRequest(): CommitTurnRequest {
     tokenBudget: 0,
     model: "",
     usedSkills: [],
+    overrides: undefined,
   };
 }
 
@@ -1577,6 +1580,9 @@ export const CommitTurnRequest: MessageFns<CommitTurnRequest> = {
     }
     for (const v of message.usedSkills) {
       UsedSkill.encode(v!, writer.uint32(74).fork()).join();
+    }
+    if (message.overrides !== undefined) {
+      SettingsOverrides.encode(message.overrides, writer.uint32(82).fork()).join();
     }
     return writer;
   },
@@ -1666,6 +1672,14 @@ export const CommitTurnRequest: MessageFns<CommitTurnRequest> = {
             message.usedSkills.push(UsedSkill.decode(reader, reader.uint32()));
             continue;
           }
+          case 10: {
+            if (tag !== 82) {
+              break;
+            }
+
+            message.overrides = SettingsOverrides.decode(reader, reader.uint32());
+            continue;
+          }
         }
         if ((tag & 7) === 4 || tag === 0) {
           break;
@@ -1707,6 +1721,7 @@ export const CommitTurnRequest: MessageFns<CommitTurnRequest> = {
         : globalThis.Array.isArray(object?.used_skills)
         ? object.used_skills.map((e: any) => UsedSkill.fromJSON(e))
         : [],
+      overrides: isSet(object.overrides) ? SettingsOverrides.fromJSON(object.overrides) : undefined,
     };
   },
 
@@ -1739,6 +1754,9 @@ export const CommitTurnRequest: MessageFns<CommitTurnRequest> = {
     if (message.usedSkills?.length) {
       obj.usedSkills = message.usedSkills.map((e) => UsedSkill.toJSON(e));
     }
+    if (message.overrides !== undefined) {
+      obj.overrides = SettingsOverrides.toJSON(message.overrides);
+    }
     return obj;
   },
 
@@ -1762,6 +1780,9 @@ export const CommitTurnRequest: MessageFns<CommitTurnRequest> = {
     message.tokenBudget = object.tokenBudget ?? 0;
     message.model = object.model ?? "";
     message.usedSkills = object.usedSkills?.map((e) => UsedSkill.fromPartial(e)) || [];
+    message.overrides = (object.overrides !== undefined && object.overrides !== null)
+      ? SettingsOverrides.fromPartial(object.overrides)
+      : undefined;
     return message;
   },
 };

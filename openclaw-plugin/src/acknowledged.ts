@@ -1,0 +1,80 @@
+/**
+ * What the engine has acknowledged of each host session, and the turns it has not.
+ *
+ * While the engine is down OpenClaw keeps a failed commitTurn in its outbox, but the turn after
+ * it runs on the host's built-in engine: that turn's commitTurn never reaches this plugin. Its
+ * messages are still in the host transcript the next `assemble` gets. So the plugin remembers,
+ * per session, the last turn the engine acknowledged (committed or duplicate) and the newest
+ * transcript `assemble` saw; before it commits a turn it commits every keyed turn between the
+ * two (the user message of turn T carries `idempotencyKey: "<T's logicalTurnId>:user"`), each
+ * under its own key, in order. Nothing is guessed: a session without an acknowledged turn in
+ * this process, or whose acknowledged turn is no longer in the transcript, recovers nothing.
+ *
+ * The records live on `globalThis`: the host builds the engine once per turn and loads this
+ * module more than once per process. A recovered turn is at most `MAX_RECOVERED_TURNS` back, far
+ * inside the committed keys the engine remembers, so a stale record only ever costs DUPLICATEs.
+ */
+import type { HostMessage } from "./messages.js";
+
+const RECORDS_KEY = Symbol.for("viking-context-engine.acknowledged-turns");
+const USER_KEY_SUFFIX = ":user";
+/** Sessions remembered per process (oldest dropped first). */
+const MAX_SESSIONS = 1_000;
+/** Turns one commit may recover (the engine remembers the newest 64 committed keys). */
+export const MAX_RECOVERED_TURNS = 32;
+
+type SessionRecord = { acknowledged?: string; transcript?: HostMessage[] };
+
+/** A turn the host handled without the engine, as found in its transcript. */
+export type MissedTurn = { logicalTurnId: string; messages: HostMessage[] };
+
+function records(): Map<string, SessionRecord> {
+  const holder = globalThis as typeof globalThis & { [RECORDS_KEY]?: Map<string, SessionRecord> };
+  holder[RECORDS_KEY] ??= new Map();
+  return holder[RECORDS_KEY];
+}
+
+function record(sessionId: string): SessionRecord {
+  const all = records();
+  const found = all.get(sessionId) ?? {};
+  all.delete(sessionId); // re-inserted last: the map's order is least recently used first
+  all.set(sessionId, found);
+  while (all.size > MAX_SESSIONS) all.delete(all.keys().next().value as string);
+  return found;
+}
+
+/** The logical turn a message opens, if it is a keyed user message. */
+export function turnOpenedBy(message: HostMessage): string | undefined {
+  const key = message.idempotencyKey;
+  if (message.role !== "user" || typeof key !== "string" || !key.endsWith(USER_KEY_SUFFIX)) return undefined;
+  const id = key.slice(0, -USER_KEY_SUFFIX.length);
+  return id.length > 0 ? id : undefined;
+}
+
+export function rememberTranscript(sessionId: string, messages: HostMessage[]): void {
+  record(sessionId).transcript = messages;
+}
+
+export function acknowledge(sessionId: string, logicalTurnId: string): void {
+  record(sessionId).acknowledged = logicalTurnId;
+}
+
+/** The turns after the acknowledged one and before `current`, in transcript order. */
+export function missedTurns(sessionId: string, current: string): MissedTurn[] {
+  const { acknowledged, transcript } = record(sessionId);
+  if (acknowledged === undefined || transcript === undefined || acknowledged === current) return [];
+  const opened = transcript.map(turnOpenedBy);
+  const from = opened.indexOf(acknowledged);
+  if (from < 0) return [];
+  const turns: MissedTurn[] = [];
+  for (let i = from + 1; i < transcript.length; i++) {
+    const id = opened[i];
+    if (id === undefined) {
+      turns.at(-1)?.messages.push(transcript[i]);
+      continue;
+    }
+    if (id === current) break;
+    turns.push({ logicalTurnId: id, messages: [transcript[i]] });
+  }
+  return turns.slice(-MAX_RECOVERED_TURNS);
+}

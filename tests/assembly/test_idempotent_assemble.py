@@ -1,0 +1,136 @@
+"""Assemble is idempotent on its own output (issue 30): what the engine injected into one answer
+and the host hands back in its next call is replaced by that call's injection, never kept
+beside it, however the host reshaped it (marks stripped, tool-call ids renamed `…2`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+import pytest
+from contextengine.v1 import assembly_pb2, common_pb2
+from hypothesis import given
+from hypothesis import strategies as st
+
+from services.assembly.injection import (
+    AUTO_RECALL_TOOL,
+    MemoryForInjection,
+    injected_recall_pair,
+    summary_message,
+)
+from shared.domain.host_messages import without_engine_injections
+from shared.openviking import DevAuth, OpenVikingClient
+from tests.assembly.conftest import assembly_stub
+from tests.assembly.helpers import assistant, tool_result, unique_tenant, user
+from tests.assembly.test_host_messages import transcripts, wires_of
+from tests.assembly.test_servicer import RECALL_SETTINGS, identity_of, seed_user
+from tests.support.stack import OpenVikingEndpoint
+
+Message = common_pb2.ConversationMessage
+MEMORY = MemoryForInjection("viking://user/memories/preferences/editor.md", "preferences", "vim", 0.9)
+
+
+def reshaped(message: Message, *, strip_marks: bool, rename: str, drop_name: bool, blank: bool) -> Message:
+    """`message` as a host may hand it back: without id and host_fields, its tool-call id
+    renamed, the result's tool name dropped, an empty text block added."""
+    out = Message()
+    out.CopyFrom(message)
+    if strip_marks:
+        out.id = ""
+        out.ClearField("host_fields")
+    for block in out.content:
+        if block.HasField("tool_call"):
+            block.tool_call.id += rename
+        if block.HasField("tool_result"):
+            block.tool_result.tool_call_id += rename
+            if drop_name:
+                block.tool_result.tool_name = ""
+    if blank and out.role == common_pb2.MESSAGE_ROLE_ASSISTANT:
+        out.content.insert(0, common_pb2.ContentBlock(text=common_pb2.TextBlock(text="")))
+    return out
+
+
+HOST_RESHAPES = st.fixed_dictionaries(
+    {
+        "strip_marks": st.booleans(),
+        "rename": st.sampled_from(["", "2", "_2"]),
+        "drop_name": st.booleans(),
+        "blank": st.booleans(),
+    }
+)
+
+
+@given(transcripts(), HOST_RESHAPES, st.integers(0, 20), st.booleans())
+def test_injections_are_dropped_and_host_messages_kept_whatever_the_reshape(
+    host: list[Message], reshape: dict[str, object], where: int, with_summary: bool
+) -> None:
+    call, result = injected_recall_pair("which editor", [MEMORY], "abcdefghi")
+    injected = [call, result] + ([summary_message(["we agreed on X"])] if with_summary else [])
+    at = min(where, len(host))
+    handed_back = host[:at] + [reshaped(m, **reshape) for m in injected] + host[at:]  # type: ignore[arg-type]
+    assert without_engine_injections(wires_of(handed_back)) == wires_of(host)
+
+
+def test_a_host_message_that_mentions_the_markers_is_kept() -> None:
+    host = [
+        user("what do [Session History Summary] and memory_recall_auto mean?"),
+        assistant("", [("c1", "memory_recall")]),
+        tool_result("c1", '{"memories": []}', name="memory_recall"),
+        assistant("ce-injected- and contextengine_injected are its marks"),
+    ]
+    assert without_engine_injections(wires_of(host)) == wires_of(host)
+
+
+@pytest.fixture
+async def ov(openviking: OpenVikingEndpoint) -> AsyncIterator[OpenVikingClient]:
+    async with OpenVikingClient(openviking.base_url, DevAuth()) as client:
+        yield client
+
+
+def _recall_calls(messages: list[Message]) -> list[str]:
+    return [
+        b.tool_call.id
+        for m in messages
+        for b in m.content
+        if b.HasField("tool_call") and b.tool_call.name == AUTO_RECALL_TOOL
+    ]
+
+
+def _own(messages: list[Message]) -> list[Message]:
+    return [m for m in messages if "contextengine_injected" not in m.host_fields.json]
+
+
+@pytest.mark.stack
+@pytest.mark.parametrize("strip_marks", [False, True])
+async def test_assemble_of_its_own_output_has_one_recall_pair(
+    ov: OpenVikingClient, strip_marks: bool
+) -> None:
+    tenant = unique_tenant("idem")
+    await seed_user(ov, tenant)
+    host = [
+        user("what is the capital of france"),
+        assistant("Paris."),
+        user("which text editor do I prefer for coding"),
+    ]
+    request = assembly_pb2.AssembleRequest(
+        identity=identity_of(tenant), messages=host, prompt="which text editor do I prefer for coding"
+    )
+    async with assembly_stub(RECALL_SETTINGS, ov) as stub:
+        first = await stub.Assemble(request)
+        assert len(_recall_calls(list(first.messages))) == 1, first.messages
+        # what OpenClaw does: the first answer, reshaped, is the second call's input
+        again = [
+            reshaped(m, strip_marks=strip_marks, rename="2", drop_name=strip_marks, blank=False)
+            if "contextengine_injected" in m.host_fields.json
+            else m
+            for m in first.messages
+        ]
+        request.ClearField("messages")
+        request.messages.extend(again)
+        second = await stub.Assemble(request)
+    calls = _recall_calls(list(second.messages))
+    assert len(calls) == 1 and calls == _recall_calls(list(first.messages)), second.messages
+    results = [m for m in second.messages if any(b.tool_result.tool_call_id == calls[0] for b in m.content)]
+    assert len(results) == 1
+    assert json.loads(results[0].content[0].tool_result.content[0].text.text)["memories"]
+    assert _own(list(second.messages)) == _own(list(first.messages)) == host
