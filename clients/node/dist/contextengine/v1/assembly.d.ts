@@ -1,6 +1,6 @@
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
 import { type CallOptions, type ChannelCredentials, Client, type ClientOptions, type ClientUnaryCall, type handleUnaryCall, type Metadata, type ServiceError, type UntypedServiceImplementation } from "@grpc/grpc-js";
-import { ConversationMessage, Identity, JsonValue } from "./common.js";
+import { ConversationMessage, Identity, JsonValue, SettingsOverrides } from "./common.js";
 import { AssembledContextPacket, RecalledMemory } from "./packet.js";
 export declare const protobufPackage = "contextengine.v1";
 export declare const protobufFileName = "contextengine/v1/assembly.proto";
@@ -14,6 +14,8 @@ export interface AssembleRequest {
     model: string;
     /** The prompt about to be sent, when the host has one (absent on tool-loop iterations). */
     prompt: string;
+    /** The host plugin's settings for this call (auto recall and its bounds, raw turns kept). */
+    overrides: SettingsOverrides | undefined;
 }
 export interface AssembleResponse {
     messages: ConversationMessage[];
@@ -26,6 +28,8 @@ export interface RecallMemoriesRequest {
     query: string;
     /** Maximum memories returned; 0 means recallLimit. */
     limit: number;
+    /** The host plugin's recall settings for this call. */
+    overrides: SettingsOverrides | undefined;
 }
 export interface RecallMemoriesResponse {
     memories: RecalledMemory[];
@@ -37,6 +41,8 @@ export interface RecallFallbackRequest {
     identity: Identity | undefined;
     /** The prompt to recall for. */
     prompt: string;
+    /** The host plugin's recall settings for this call. */
+    overrides: SettingsOverrides | undefined;
 }
 export interface RecallFallbackResponse {
     /** `<relevant-memories>...</relevant-memories>` block, empty when nothing qualified. */

@@ -6,12 +6,12 @@
 /* eslint-disable */
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
 import { makeGenericClientConstructor, } from "@grpc/grpc-js";
-import { ConversationMessage, Identity, JsonValue } from "./common.js";
+import { ConversationMessage, Identity, JsonValue, SettingsOverrides } from "./common.js";
 import { AssembledContextPacket, RecalledMemory } from "./packet.js";
 export const protobufPackage = "contextengine.v1";
 export const protobufFileName = "contextengine/v1/assembly.proto";
 function createBaseAssembleRequest() {
-    return { identity: undefined, messages: [], tokenBudget: 0, model: "", prompt: "" };
+    return { identity: undefined, messages: [], tokenBudget: 0, model: "", prompt: "", overrides: undefined };
 }
 export const AssembleRequest = {
     encode(message, writer = new BinaryWriter()) {
@@ -29,6 +29,9 @@ export const AssembleRequest = {
         }
         if (message.prompt !== "") {
             writer.uint32(42).string(message.prompt);
+        }
+        if (message.overrides !== undefined) {
+            SettingsOverrides.encode(message.overrides, writer.uint32(50).fork()).join();
         }
         return writer;
     },
@@ -80,6 +83,13 @@ export const AssembleRequest = {
                         message.prompt = reader.string();
                         continue;
                     }
+                    case 6: {
+                        if (tag !== 50) {
+                            break;
+                        }
+                        message.overrides = SettingsOverrides.decode(reader, reader.uint32());
+                        continue;
+                    }
                 }
                 if ((tag & 7) === 4 || tag === 0) {
                     break;
@@ -105,6 +115,7 @@ export const AssembleRequest = {
                     : 0,
             model: isSet(object.model) ? globalThis.String(object.model) : "",
             prompt: isSet(object.prompt) ? globalThis.String(object.prompt) : "",
+            overrides: isSet(object.overrides) ? SettingsOverrides.fromJSON(object.overrides) : undefined,
         };
     },
     toJSON(message) {
@@ -124,6 +135,9 @@ export const AssembleRequest = {
         if (message.prompt !== "") {
             obj.prompt = message.prompt;
         }
+        if (message.overrides !== undefined) {
+            obj.overrides = SettingsOverrides.toJSON(message.overrides);
+        }
         return obj;
     },
     create(base) {
@@ -138,6 +152,9 @@ export const AssembleRequest = {
         message.tokenBudget = object.tokenBudget ?? 0;
         message.model = object.model ?? "";
         message.prompt = object.prompt ?? "";
+        message.overrides = (object.overrides !== undefined && object.overrides !== null)
+            ? SettingsOverrides.fromPartial(object.overrides)
+            : undefined;
         return message;
     },
 };
@@ -262,7 +279,7 @@ export const AssembleResponse = {
     },
 };
 function createBaseRecallMemoriesRequest() {
-    return { identity: undefined, query: "", limit: 0 };
+    return { identity: undefined, query: "", limit: 0, overrides: undefined };
 }
 export const RecallMemoriesRequest = {
     encode(message, writer = new BinaryWriter()) {
@@ -274,6 +291,9 @@ export const RecallMemoriesRequest = {
         }
         if (message.limit !== 0) {
             writer.uint32(24).int32(message.limit);
+        }
+        if (message.overrides !== undefined) {
+            SettingsOverrides.encode(message.overrides, writer.uint32(34).fork()).join();
         }
         return writer;
     },
@@ -311,6 +331,13 @@ export const RecallMemoriesRequest = {
                         message.limit = reader.int32();
                         continue;
                     }
+                    case 4: {
+                        if (tag !== 34) {
+                            break;
+                        }
+                        message.overrides = SettingsOverrides.decode(reader, reader.uint32());
+                        continue;
+                    }
                 }
                 if ((tag & 7) === 4 || tag === 0) {
                     break;
@@ -328,6 +355,7 @@ export const RecallMemoriesRequest = {
             identity: isSet(object.identity) ? Identity.fromJSON(object.identity) : undefined,
             query: isSet(object.query) ? globalThis.String(object.query) : "",
             limit: isSet(object.limit) ? globalThis.Number(object.limit) : 0,
+            overrides: isSet(object.overrides) ? SettingsOverrides.fromJSON(object.overrides) : undefined,
         };
     },
     toJSON(message) {
@@ -341,6 +369,9 @@ export const RecallMemoriesRequest = {
         if (message.limit !== 0) {
             obj.limit = Math.round(message.limit);
         }
+        if (message.overrides !== undefined) {
+            obj.overrides = SettingsOverrides.toJSON(message.overrides);
+        }
         return obj;
     },
     create(base) {
@@ -353,6 +384,9 @@ export const RecallMemoriesRequest = {
             : undefined;
         message.query = object.query ?? "";
         message.limit = object.limit ?? 0;
+        message.overrides = (object.overrides !== undefined && object.overrides !== null)
+            ? SettingsOverrides.fromPartial(object.overrides)
+            : undefined;
         return message;
     },
 };
@@ -458,7 +492,7 @@ export const RecallMemoriesResponse = {
     },
 };
 function createBaseRecallFallbackRequest() {
-    return { identity: undefined, prompt: "" };
+    return { identity: undefined, prompt: "", overrides: undefined };
 }
 export const RecallFallbackRequest = {
     encode(message, writer = new BinaryWriter()) {
@@ -467,6 +501,9 @@ export const RecallFallbackRequest = {
         }
         if (message.prompt !== "") {
             writer.uint32(18).string(message.prompt);
+        }
+        if (message.overrides !== undefined) {
+            SettingsOverrides.encode(message.overrides, writer.uint32(26).fork()).join();
         }
         return writer;
     },
@@ -497,6 +534,13 @@ export const RecallFallbackRequest = {
                         message.prompt = reader.string();
                         continue;
                     }
+                    case 3: {
+                        if (tag !== 26) {
+                            break;
+                        }
+                        message.overrides = SettingsOverrides.decode(reader, reader.uint32());
+                        continue;
+                    }
                 }
                 if ((tag & 7) === 4 || tag === 0) {
                     break;
@@ -513,6 +557,7 @@ export const RecallFallbackRequest = {
         return {
             identity: isSet(object.identity) ? Identity.fromJSON(object.identity) : undefined,
             prompt: isSet(object.prompt) ? globalThis.String(object.prompt) : "",
+            overrides: isSet(object.overrides) ? SettingsOverrides.fromJSON(object.overrides) : undefined,
         };
     },
     toJSON(message) {
@@ -522,6 +567,9 @@ export const RecallFallbackRequest = {
         }
         if (message.prompt !== "") {
             obj.prompt = message.prompt;
+        }
+        if (message.overrides !== undefined) {
+            obj.overrides = SettingsOverrides.toJSON(message.overrides);
         }
         return obj;
     },
@@ -534,6 +582,9 @@ export const RecallFallbackRequest = {
             ? Identity.fromPartial(object.identity)
             : undefined;
         message.prompt = object.prompt ?? "";
+        message.overrides = (object.overrides !== undefined && object.overrides !== null)
+            ? SettingsOverrides.fromPartial(object.overrides)
+            : undefined;
         return message;
     },
 };

@@ -1,7 +1,7 @@
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
 import { type CallOptions, type ChannelCredentials, Client, type ClientOptions, type ClientUnaryCall, type handleUnaryCall, type Metadata, type ServiceError, type UntypedServiceImplementation } from "@grpc/grpc-js";
 import { CompactCheckpoint, CompactionTrigger } from "./checkpoint.js";
-import { ConversationMessage, Identity, JsonValue } from "./common.js";
+import { ConversationMessage, Identity, JsonValue, SettingsOverrides } from "./common.js";
 import { UsedSkill } from "./envelope.js";
 import { MemoryScope, RecalledMemory } from "./packet.js";
 export declare const protobufPackage = "contextengine.v1";
@@ -133,6 +133,8 @@ export interface CommitTurnRequest {
     model: string;
     /** The skills the turn used, as the host reports them; kept with each skill. */
     usedSkills: UsedSkill[];
+    /** The host plugin's settings for this call (auto_capture). */
+    overrides: SettingsOverrides | undefined;
 }
 export interface CommitTurnResponse {
     status: CommitTurnStatus;

@@ -7,7 +7,7 @@
 import { BinaryReader, BinaryWriter } from "@bufbuild/protobuf/wire";
 import { makeGenericClientConstructor, } from "@grpc/grpc-js";
 import { CompactCheckpoint, compactionTriggerFromJSON, compactionTriggerToJSON, } from "./checkpoint.js";
-import { ConversationMessage, Identity, JsonValue } from "./common.js";
+import { ConversationMessage, Identity, JsonValue, SettingsOverrides } from "./common.js";
 import { UsedSkill } from "./envelope.js";
 import { memoryScopeFromJSON, memoryScopeToJSON, RecalledMemory } from "./packet.js";
 export const protobufPackage = "contextengine.v1";
@@ -1251,6 +1251,7 @@ function createBaseCommitTurnRequest() {
         tokenBudget: 0,
         model: "",
         usedSkills: [],
+        overrides: undefined,
     };
 }
 export const CommitTurnRequest = {
@@ -1281,6 +1282,9 @@ export const CommitTurnRequest = {
         }
         for (const v of message.usedSkills) {
             UsedSkill.encode(v, writer.uint32(74).fork()).join();
+        }
+        if (message.overrides !== undefined) {
+            SettingsOverrides.encode(message.overrides, writer.uint32(82).fork()).join();
         }
         return writer;
     },
@@ -1360,6 +1364,13 @@ export const CommitTurnRequest = {
                         message.usedSkills.push(UsedSkill.decode(reader, reader.uint32()));
                         continue;
                     }
+                    case 10: {
+                        if (tag !== 82) {
+                            break;
+                        }
+                        message.overrides = SettingsOverrides.decode(reader, reader.uint32());
+                        continue;
+                    }
                 }
                 if ((tag & 7) === 4 || tag === 0) {
                     break;
@@ -1401,6 +1412,7 @@ export const CommitTurnRequest = {
                 : globalThis.Array.isArray(object?.used_skills)
                     ? object.used_skills.map((e) => UsedSkill.fromJSON(e))
                     : [],
+            overrides: isSet(object.overrides) ? SettingsOverrides.fromJSON(object.overrides) : undefined,
         };
     },
     toJSON(message) {
@@ -1432,6 +1444,9 @@ export const CommitTurnRequest = {
         if (message.usedSkills?.length) {
             obj.usedSkills = message.usedSkills.map((e) => UsedSkill.toJSON(e));
         }
+        if (message.overrides !== undefined) {
+            obj.overrides = SettingsOverrides.toJSON(message.overrides);
+        }
         return obj;
     },
     create(base) {
@@ -1454,6 +1469,9 @@ export const CommitTurnRequest = {
         message.tokenBudget = object.tokenBudget ?? 0;
         message.model = object.model ?? "";
         message.usedSkills = object.usedSkills?.map((e) => UsedSkill.fromPartial(e)) || [];
+        message.overrides = (object.overrides !== undefined && object.overrides !== null)
+            ? SettingsOverrides.fromPartial(object.overrides)
+            : undefined;
         return message;
     },
 };

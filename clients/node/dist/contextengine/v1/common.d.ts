@@ -88,6 +88,34 @@ export interface ConversationMessage {
      */
     hostFields: JsonValue | undefined;
 }
+/**
+ * Per-call values of the engine's settings, from the host plugin's config (the config key in
+ * brackets). An unset field keeps the engine's own value; a value outside the setting's range
+ * is INVALID_ARGUMENT naming the field (`overrides.recall_limit`).
+ */
+export interface SettingsOverrides {
+    /** [autoRecall] Assemble injects auto recall. */
+    autoRecall?: boolean | undefined;
+    /**
+     * [recallLimit] Most stored memories auto recall shows (the exchanges beside them are bounded
+     * by the token budget); most items RecallMemories and RecallFallback return. 1-100.
+     */
+    recallLimit?: number | undefined;
+    /** [recallScoreThreshold] Lowest score a recalled memory may have, 0-1. */
+    recallScoreThreshold?: number | undefined;
+    /** [recallMaxContentChars] Characters of one recalled memory shown, 20-100000. */
+    recallMaxContentChars?: number | undefined;
+    /** [recallPreferAbstract] Show a memory's abstract rather than its full text. */
+    recallPreferAbstract?: boolean | undefined;
+    /** [recallTokenBudget] Tokens auto recall may take; 0 means a share of the budget. */
+    recallTokenBudget?: number | undefined;
+    /** [recentRawTurnCount] Newest host turns Assemble always keeps raw, 1-10000. */
+    recentRawTurnCount?: number | undefined;
+    /** [assembleRecallWindow] Newest user messages the recall query reads, 1-100. */
+    assembleRecallWindow?: number | undefined;
+    /** [autoCapture] CommitTurn stores the turn. */
+    autoCapture?: boolean | undefined;
+}
 export declare const Identity: MessageFns<Identity>;
 export declare const JsonValue: MessageFns<JsonValue>;
 export declare const TextBlock: MessageFns<TextBlock>;
@@ -97,6 +125,7 @@ export declare const ToolCallBlock: MessageFns<ToolCallBlock>;
 export declare const ToolResultBlock: MessageFns<ToolResultBlock>;
 export declare const ContentBlock: MessageFns<ContentBlock>;
 export declare const ConversationMessage: MessageFns<ConversationMessage>;
+export declare const SettingsOverrides: MessageFns<SettingsOverrides>;
 type Builtin = Date | Function | Uint8Array | string | number | boolean | undefined;
 export type DeepPartial<T> = T extends Builtin ? T : T extends globalThis.Array<infer U> ? globalThis.Array<DeepPartial<U>> : T extends ReadonlyArray<infer U> ? ReadonlyArray<DeepPartial<U>> : T extends {} ? {
     [K in keyof T]?: DeepPartial<T[K]>;

@@ -1004,6 +1004,238 @@ export const ConversationMessage = {
         return message;
     },
 };
+function createBaseSettingsOverrides() {
+    return {
+        autoRecall: undefined,
+        recallLimit: undefined,
+        recallScoreThreshold: undefined,
+        recallMaxContentChars: undefined,
+        recallPreferAbstract: undefined,
+        recallTokenBudget: undefined,
+        recentRawTurnCount: undefined,
+        assembleRecallWindow: undefined,
+        autoCapture: undefined,
+    };
+}
+export const SettingsOverrides = {
+    encode(message, writer = new BinaryWriter()) {
+        if (message.autoRecall !== undefined) {
+            writer.uint32(8).bool(message.autoRecall);
+        }
+        if (message.recallLimit !== undefined) {
+            writer.uint32(16).int32(message.recallLimit);
+        }
+        if (message.recallScoreThreshold !== undefined) {
+            writer.uint32(25).double(message.recallScoreThreshold);
+        }
+        if (message.recallMaxContentChars !== undefined) {
+            writer.uint32(32).int32(message.recallMaxContentChars);
+        }
+        if (message.recallPreferAbstract !== undefined) {
+            writer.uint32(40).bool(message.recallPreferAbstract);
+        }
+        if (message.recallTokenBudget !== undefined) {
+            writer.uint32(48).int64(message.recallTokenBudget);
+        }
+        if (message.recentRawTurnCount !== undefined) {
+            writer.uint32(56).int32(message.recentRawTurnCount);
+        }
+        if (message.assembleRecallWindow !== undefined) {
+            writer.uint32(64).int32(message.assembleRecallWindow);
+        }
+        if (message.autoCapture !== undefined) {
+            writer.uint32(72).bool(message.autoCapture);
+        }
+        return writer;
+    },
+    decode(input, length) {
+        const reader = input instanceof BinaryReader ? input : new BinaryReader(input);
+        const previousRecursionDepth = reader.__tsProtoDecodeDepth ?? 0;
+        if (previousRecursionDepth >= 100) {
+            throw new globalThis.Error("protobuf decode recursion limit exceeded");
+        }
+        reader.__tsProtoDecodeDepth = previousRecursionDepth + 1;
+        try {
+            const end = length === undefined ? reader.len : reader.pos + length;
+            const message = createBaseSettingsOverrides();
+            while (reader.pos < end) {
+                const tag = reader.uint32();
+                switch (tag >>> 3) {
+                    case 1: {
+                        if (tag !== 8) {
+                            break;
+                        }
+                        message.autoRecall = reader.bool();
+                        continue;
+                    }
+                    case 2: {
+                        if (tag !== 16) {
+                            break;
+                        }
+                        message.recallLimit = reader.int32();
+                        continue;
+                    }
+                    case 3: {
+                        if (tag !== 25) {
+                            break;
+                        }
+                        message.recallScoreThreshold = reader.double();
+                        continue;
+                    }
+                    case 4: {
+                        if (tag !== 32) {
+                            break;
+                        }
+                        message.recallMaxContentChars = reader.int32();
+                        continue;
+                    }
+                    case 5: {
+                        if (tag !== 40) {
+                            break;
+                        }
+                        message.recallPreferAbstract = reader.bool();
+                        continue;
+                    }
+                    case 6: {
+                        if (tag !== 48) {
+                            break;
+                        }
+                        message.recallTokenBudget = longToNumber(reader.int64());
+                        continue;
+                    }
+                    case 7: {
+                        if (tag !== 56) {
+                            break;
+                        }
+                        message.recentRawTurnCount = reader.int32();
+                        continue;
+                    }
+                    case 8: {
+                        if (tag !== 64) {
+                            break;
+                        }
+                        message.assembleRecallWindow = reader.int32();
+                        continue;
+                    }
+                    case 9: {
+                        if (tag !== 72) {
+                            break;
+                        }
+                        message.autoCapture = reader.bool();
+                        continue;
+                    }
+                }
+                if ((tag & 7) === 4 || tag === 0) {
+                    break;
+                }
+                reader.skip(tag & 7);
+            }
+            return message;
+        }
+        finally {
+            reader.__tsProtoDecodeDepth = previousRecursionDepth;
+        }
+    },
+    fromJSON(object) {
+        return {
+            autoRecall: isSet(object.autoRecall)
+                ? globalThis.Boolean(object.autoRecall)
+                : isSet(object.auto_recall)
+                    ? globalThis.Boolean(object.auto_recall)
+                    : undefined,
+            recallLimit: isSet(object.recallLimit)
+                ? globalThis.Number(object.recallLimit)
+                : isSet(object.recall_limit)
+                    ? globalThis.Number(object.recall_limit)
+                    : undefined,
+            recallScoreThreshold: isSet(object.recallScoreThreshold)
+                ? globalThis.Number(object.recallScoreThreshold)
+                : isSet(object.recall_score_threshold)
+                    ? globalThis.Number(object.recall_score_threshold)
+                    : undefined,
+            recallMaxContentChars: isSet(object.recallMaxContentChars)
+                ? globalThis.Number(object.recallMaxContentChars)
+                : isSet(object.recall_max_content_chars)
+                    ? globalThis.Number(object.recall_max_content_chars)
+                    : undefined,
+            recallPreferAbstract: isSet(object.recallPreferAbstract)
+                ? globalThis.Boolean(object.recallPreferAbstract)
+                : isSet(object.recall_prefer_abstract)
+                    ? globalThis.Boolean(object.recall_prefer_abstract)
+                    : undefined,
+            recallTokenBudget: isSet(object.recallTokenBudget)
+                ? globalThis.Number(object.recallTokenBudget)
+                : isSet(object.recall_token_budget)
+                    ? globalThis.Number(object.recall_token_budget)
+                    : undefined,
+            recentRawTurnCount: isSet(object.recentRawTurnCount)
+                ? globalThis.Number(object.recentRawTurnCount)
+                : isSet(object.recent_raw_turn_count)
+                    ? globalThis.Number(object.recent_raw_turn_count)
+                    : undefined,
+            assembleRecallWindow: isSet(object.assembleRecallWindow)
+                ? globalThis.Number(object.assembleRecallWindow)
+                : isSet(object.assemble_recall_window)
+                    ? globalThis.Number(object.assemble_recall_window)
+                    : undefined,
+            autoCapture: isSet(object.autoCapture)
+                ? globalThis.Boolean(object.autoCapture)
+                : isSet(object.auto_capture)
+                    ? globalThis.Boolean(object.auto_capture)
+                    : undefined,
+        };
+    },
+    toJSON(message) {
+        const obj = {};
+        if (message.autoRecall !== undefined) {
+            obj.autoRecall = message.autoRecall;
+        }
+        if (message.recallLimit !== undefined) {
+            obj.recallLimit = Math.round(message.recallLimit);
+        }
+        if (message.recallScoreThreshold !== undefined) {
+            obj.recallScoreThreshold = floatToJson(message.recallScoreThreshold);
+        }
+        if (message.recallMaxContentChars !== undefined) {
+            obj.recallMaxContentChars = Math.round(message.recallMaxContentChars);
+        }
+        if (message.recallPreferAbstract !== undefined) {
+            obj.recallPreferAbstract = message.recallPreferAbstract;
+        }
+        if (message.recallTokenBudget !== undefined) {
+            obj.recallTokenBudget = Math.round(message.recallTokenBudget);
+        }
+        if (message.recentRawTurnCount !== undefined) {
+            obj.recentRawTurnCount = Math.round(message.recentRawTurnCount);
+        }
+        if (message.assembleRecallWindow !== undefined) {
+            obj.assembleRecallWindow = Math.round(message.assembleRecallWindow);
+        }
+        if (message.autoCapture !== undefined) {
+            obj.autoCapture = message.autoCapture;
+        }
+        return obj;
+    },
+    create(base) {
+        return SettingsOverrides.fromPartial(base ?? {});
+    },
+    fromPartial(object) {
+        const message = createBaseSettingsOverrides();
+        message.autoRecall = object.autoRecall ?? undefined;
+        message.recallLimit = object.recallLimit ?? undefined;
+        message.recallScoreThreshold = object.recallScoreThreshold ?? undefined;
+        message.recallMaxContentChars = object.recallMaxContentChars ?? undefined;
+        message.recallPreferAbstract = object.recallPreferAbstract ?? undefined;
+        message.recallTokenBudget = object.recallTokenBudget ?? undefined;
+        message.recentRawTurnCount = object.recentRawTurnCount ?? undefined;
+        message.assembleRecallWindow = object.assembleRecallWindow ?? undefined;
+        message.autoCapture = object.autoCapture ?? undefined;
+        return message;
+    },
+};
+function floatToJson(value) {
+    return typeof value === "number" && !globalThis.Number.isFinite(value) ? globalThis.String(value) : value;
+}
 function toTimestamp(date) {
     const seconds = Math.trunc(date.getTime() / 1_000);
     const nanos = (date.getTime() % 1_000) * 1_000_000;
@@ -1034,6 +1266,16 @@ function fromJsonTimestamp(o) {
     else {
         return Timestamp.fromJSON(o);
     }
+}
+function longToNumber(int64) {
+    const num = globalThis.Number(int64.toString());
+    if (num > globalThis.Number.MAX_SAFE_INTEGER) {
+        throw new globalThis.Error("Value is larger than Number.MAX_SAFE_INTEGER");
+    }
+    if (num < globalThis.Number.MIN_SAFE_INTEGER) {
+        throw new globalThis.Error("Value is smaller than Number.MIN_SAFE_INTEGER");
+    }
+    return num;
 }
 function isSet(value) {
     return value !== null && value !== undefined;
