@@ -86,7 +86,7 @@ run: install ## Start the local stack (embeddings, OpenViking, the three service
 .PHONY: bench
 bench: install ## Run the benchmarks (load, recall quality, 2 OpenViking shards, capture path, trigger-turn latency, Phase-3 sources) on the local stack; write bench-results/
 	$(PY) -m tests.bench.run
-	$(PY) -m tests.bench.recall.run
+	$(PY) -m tests.bench.recall.run --tier both
 	$(PY) -m tests.bench.shards
 	$(PY) -m tests.bench.capture_path
 	$(PY) -m tests.bench.capture_path --pause-ms 300
@@ -94,8 +94,12 @@ bench: install ## Run the benchmarks (load, recall quality, 2 OpenViking shards,
 	$(PY) -m tests.chaos.trigger_latency
 
 .PHONY: bench-recall
-bench-recall: install ## Only the recall-quality benchmark (evidence recall per budget vs BM25 and truncation)
-	$(PY) -m tests.bench.recall.run
+bench-recall: install ## Only the recall-quality benchmark, both tiers (easy: recall.md; hard: recall-hard.md, vs BM25, MiniLM, RRF)
+	$(PY) -m tests.bench.recall.run --tier both
+
+.PHONY: bench-recall-hard
+bench-recall-hard: install ## Only the hard recall tier at medium size (1 conversation, 2,000 stored exchanges for latency)
+	$(PY) -m tests.bench.recall.run --tier hard --hard-users 1 --scale-exchanges 2000
 
 .PHONY: clean-data
 clean-data: ## Wipe the local stack's data (OpenViking workspace, logs); keeps the installed runtimes

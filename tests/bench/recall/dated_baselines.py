@@ -81,7 +81,8 @@ async def embed(http: httpx.AsyncClient, texts: Sequence[str]) -> np.ndarray:
         response.raise_for_status()
         rows.extend(item["embedding"] for item in sorted(response.json()["data"], key=lambda d: d["index"]))
     vectors = np.asarray(rows, dtype=np.float32)
-    return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    unit: np.ndarray = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    return unit
 
 
 class TurnRankers:

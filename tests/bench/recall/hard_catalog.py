@@ -89,8 +89,7 @@ FACT_KINDS = (
         ),
         (
             "We just got back from our trip to {x}! {friend} planned everything, we hiked until our legs "
-            "gave out "
-            "and ate way too much street food.",
+            "gave out and ate way too much street food.",
             "I'm still jet-lagged from {x}, honestly. Ten days, two rented cars, one flat tyre, and "
             "{friend} lost her passport for about an hour.",
         ),
@@ -164,8 +163,7 @@ FACT_KINDS = (
         ),
         (
             "I did it, I finished {x} this morning, my first race in years! My knees are complaining and "
-            "{friend} had to "
-            "practically carry me to the car, but I'm so proud.",
+            "{friend} had to practically carry me to the car, but I'm so proud.",
             "Signed up for {x} in the autumn, and I've been training at dawn before work. {friend} "
             "is holding me accountable.",
         ),
@@ -190,8 +188,7 @@ FACT_KINDS = (
         ),
         (
             "I finally finished reading {x} last night and I cried at the ending. {friend} recommended it "
-            "ages "
-            "ago and I should have listened sooner.",
+            "ages ago and I should have listened sooner.",
             "My reading group picked {x} for this month, I'm halfway through and can't put it down.",
         ),
         "Which book has {me} been reading?",

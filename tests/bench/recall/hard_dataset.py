@@ -116,10 +116,10 @@ class _Builder:
             if self._room(lines, speaker):  # a crowded session has fewer distractors
                 self._place(lines, speaker, self.fill(rng.choice(kind.distractors), speaker), catalog.REPLIES)
         answering = False  # the line before is chatter waiting for a reply
-        for p, text in enumerate(lines):
-            if text is None:
+        for p, said in enumerate(lines):
+            if said is None:
                 lines[p] = self.filler(answering, p % 2)
-            answering = text is None and not answering
+            answering = said is None and not answering
         exchanges = [Exchange(str(lines[p]), str(lines[p + 1])) for p in range(0, len(lines), 2)]
         return SessionScript(f"s{index:02d}", started, exchanges)
 

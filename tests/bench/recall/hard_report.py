@@ -59,6 +59,12 @@ def markdown(report: dict[str, Any]) -> str:
     over = report["over_budget"]
     lines += ["", *(f"**OVER BUDGET: {o}**" for o in over)] if over else ["", "No context over its budget."]
     scale = report["scale"]
+    if "error" in scale:
+        lines += [
+            "",
+            f"**Latency at scale ({scale['stored_exchanges']} exchanges) failed: {scale['error']}**",
+        ]
+        return "\n".join(lines) + "\n"
     lines += [
         "",
         f"### Latency at scale ({scale['stored_exchanges']} stored exchanges, 1 caller)",

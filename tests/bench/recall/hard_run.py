@@ -20,6 +20,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
 
+import grpc
 import httpx
 import numpy as np
 
@@ -27,7 +28,7 @@ from shared.tokens import TokenCounter
 from tests.bench.engine import start_engine, stop_engine
 from tests.bench.recall.dated_baselines import BASELINES, TurnRankers, dated_turns, embed, pack
 from tests.bench.recall.hard_dataset import KINDS, Conversation, generate_hard
-from tests.bench.recall.replay import ENGINE_ENV, Answer, ReplayStats, connect, run_user
+from tests.bench.recall.replay import ENGINE_ENV, Answer, ReplayStats, Stubs, connect, run_user
 from tests.bench.recall.scale import latency_at_scale
 from tests.bench.recall.scoring import BUDGETS, engine_rows, evidence_recall, p50_ms
 
@@ -84,6 +85,20 @@ def over_budget(engine: dict[str, dict[int, Row]], baselines: dict[str, dict[int
     ]
 
 
+async def _latency_at_scale_or_failure(
+    stubs: Stubs, openviking_url: str, user_id: str, *, exchanges: int, questions: Sequence[str], seed: int
+) -> dict[str, object]:
+    """The latency phase's report, or what stopped it: recall measured before must not be lost."""
+    try:
+        result = await latency_at_scale(
+            stubs, openviking_url, user_id, exchanges=exchanges, questions=questions, seed=seed
+        )
+    except (httpx.HTTPError, grpc.aio.AioRpcError) as exc:
+        return {"stored_exchanges": exchanges, "error": f"{type(exc).__name__}: {exc}"}
+    report: dict[str, object] = {**result.as_report()}
+    return report
+
+
 async def run_hard(
     args: argparse.Namespace, openviking_url: str, embeddings_url: str, log_dir: Path
 ) -> dict[str, object]:
@@ -113,7 +128,7 @@ async def run_hard(
         )
         replay_seconds = time.perf_counter() - started
         questions = [q.text for c in conversations for q in c.questions][: args.latency_n]
-        scale = await latency_at_scale(
+        scale = await _latency_at_scale_or_failure(
             stubs,
             openviking_url,
             f"bench-hard-scale-{run_tag}",
@@ -140,5 +155,5 @@ async def run_hard(
         "engine": engine,
         "baselines": baselines,
         "over_budget": over_budget(engine, baselines),
-        "scale": scale.as_report(),
+        "scale": scale,
     }

@@ -1,12 +1,20 @@
 """The recall-quality benchmark: evidence recall and assembled tokens per budget, engine vs baselines.
 
-`python -m tests.bench.recall.run [--users 3 --sessions 20] [--openviking-url URL]` starts the
-local stack (or uses the given OpenViking), the three services as separate processes, replays
-the generated histories (tests.bench.recall.dataset) and writes
-`bench-results/recall.{json,md}`. Evidence recall: the share of a question's gold turns whose
-text is in what the model would see (assembled messages, recalled items, system prompt), averaged
-over questions. Latency: Assemble p50 next to one OpenViking `search/find` of the same question,
-in the same run.
+`python -m tests.bench.recall.run [--tier easy|hard|both] [--openviking-url URL --embeddings-url
+URL]` starts the local stack (or uses the given one) and the three services as separate
+processes, and runs one or both tiers:
+
+- *easy* (`--users 3 --sessions 20`): the generated histories of tests.bench.recall.dataset,
+  written to `bench-results/recall.{json,md}`, with the lexical-source ablation and the stand-in
+  LLM variant;
+- *hard* (`--hard-users 3 --hard-sessions 26 --scale-exchanges 10000`): the long two-person
+  conversations of tests.bench.recall.hard_dataset next to BM25, MiniLM and RRF over the raw
+  dated turns, and latency at scale (tests.bench.recall.hard_run), written to
+  `bench-results/recall-hard.{json,md}`.
+
+Evidence recall: the share of a question's gold turns whose text is in what the model would see
+(assembled messages, recalled items, system prompt), averaged over questions. Latency: Assemble
+p50 next to one OpenViking `search/find` of the same question, in the same run.
 """
 
 from __future__ import annotations
