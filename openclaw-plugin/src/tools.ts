@@ -57,7 +57,8 @@ export const TOOL_PARAMETERS: Record<ToolName, Record<string, unknown>> = {
       summaryOrMemoryUri: {
         type: "string",
         minLength: 1,
-        description: "A compact summary (archive) URI, a checkpoint id (cp-...) or a long-term memory URI.",
+        description:
+          "A recalled item's ref (the `ref=` at its end, e.g. t3fa9c2d1e4.12), a compact summary (archive) URI, a checkpoint id (cp-...) or a long-term memory URI.",
       },
       query: { type: "string", description: "Rank the original turns by this." },
       limit: { type: "integer", minimum: 1, maximum: 100, description: "Most turns to return (default memoryExpandMaxResults)." },
@@ -69,7 +70,8 @@ const DESCRIPTIONS: Record<ToolName, string> = {
   memory_recall: "Search long-term memory (user and agent memories) and return the matching memories.",
   memory_store: "Remember something now, when the user explicitly asks you to.",
   memory_forget: "Delete a wrong or outdated memory, by URI or by an unambiguous query.",
-  memory_expand: "Go back from a compact summary, checkpoint or memory to the original conversation turns.",
+  memory_expand:
+    "Go back from a recalled item (its ref), a compact summary, checkpoint or memory to the original conversation turns.",
 };
 
 type Args = Record<string, unknown>;
