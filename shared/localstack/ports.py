@@ -30,6 +30,9 @@ def ensure_free(port: int, what: str, setting: str, host: str = "127.0.0.1") -> 
     if port == 0:
         return
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        # As the servers bind: a port a stopped server left in TIME_WAIT is free to them (a
+        # restart on the same port), only one another socket holds is taken.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError as error:

@@ -12,6 +12,7 @@ from contextengine.v1 import capture_pb2, checkpoint_pb2, common_pb2, compaction
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from services.assembly.injection import is_engine_injected
 from shared.domain.json_text import MAX_DEPTH, check_json_text, openviking_view
 from shared.errors import InvalidArgument
 from tests.contract.conftest import ENGINE_SETTINGS
@@ -52,9 +53,11 @@ async def round_trip(stubs: Stubs, sent: list[common_pb2.ConversationMessage]) -
     )
     assert compacted.compacted, compacted.reason
     recent = int(str(ENGINE_SETTINGS["recentRawTurnCount"]))
-    assert wire(list(compacted.messages)) == wire(sent[-recent:]), (
-        "Compact's raw turns are the exact originals"
-    )
+    # The new working context: the compact summary the engine injected, then the raw turns.
+    injected = [m for m in compacted.messages if is_engine_injected(m)]
+    raw = [m for m in compacted.messages if not is_engine_injected(m)]
+    assert len(injected) <= 1 and list(compacted.messages[: len(injected)]) == injected
+    assert wire(raw) == wire(sent[-recent:]), "Compact's raw turns are the exact originals"
 
     expanded: list[compaction_pb2.ExpandedTurn] = []
     token = ""

@@ -35,7 +35,9 @@ def test_instruments_have_the_documented_names() -> None:
     data = reader.get_metrics_data()
     assert data is not None
     names = {m.name for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics}
-    assert names == {
+    # The background gauges report whenever a source is registered in the process (an earlier
+    # test's capture replica may have left one): the next test checks them with a source.
+    assert names - {"contextengine.background.depth", "contextengine.background.age"} == {
         "contextengine.rpc.duration",
         "contextengine.assembly.tokens",
         "contextengine.recall.hits",
