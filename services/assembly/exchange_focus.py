@@ -14,11 +14,13 @@ Words are compared after a light suffix folding (`lessons` ~ `lesson`, `moved` ~
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
 
 from services.assembly.lexical import tokens
 
 _SUFFIXES = ("ing", "ed", "es", "s")
 MIN_STEM = 3
+REMEMBERED_LINES = 20_000
 
 
 def fold(word: str) -> str:
@@ -27,6 +29,12 @@ def fold(word: str) -> str:
         if word.endswith(suffix) and len(word) - len(suffix) >= MIN_STEM:
             return word[: -len(suffix)]
     return word
+
+
+@lru_cache(maxsize=REMEMBERED_LINES)
+def _folded_words(line: str) -> frozenset[str]:
+    """A message line's folded words (recalled exchanges recur call after call)."""
+    return frozenset(fold(t) for t in tokens(line))
 
 
 def folded_terms(terms: Iterable[str]) -> frozenset[str]:
@@ -41,7 +49,7 @@ def focused(exchange: str, terms: frozenset[str]) -> str:
     lines = exchange.split("\n")
     if len(lines) < 2:
         return exchange
-    matching = [line for line in lines if terms & {fold(t) for t in tokens(line)}]
+    matching = [line for line in lines if terms & _folded_words(line)]
     if not matching or len(matching) == len(lines):
         return exchange
     return "\n".join(matching)

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
-from services.assembly.lexical import LexicalHit
+from services.assembly.lexical import LexicalHit, documents
 from shared.domain.turn_index import TURN_INDEX_ROOT, is_turn_uri
 from shared.domain.turn_index_folders import FolderLister, turn_index_folders
 from shared.openviking.models.search import GrepResult
@@ -78,12 +78,9 @@ def fts_query(terms: Sequence[str]) -> str:
 
 
 def folder_documents(result: GrepResult) -> dict[str, str]:
-    """A session folder's turn-index documents from a grep matching every line."""
-    lines: dict[str, dict[int, str]] = {}
-    for match in result.matches:
-        if is_turn_uri(match.uri):
-            lines.setdefault(match.uri, {})[match.line] = match.content
-    return {uri: "\n".join(doc[n] for n in sorted(doc)).strip() for uri, doc in lines.items()}
+    """A session folder's turn-index documents from a grep matching every line (the documents
+    rebuilt as the lexical leg rebuilds grep matches)."""
+    return {uri: text.strip() for uri, text in documents(result).items() if is_turn_uri(uri)}
 
 
 def _settled(mod_time: str, now: float) -> bool:

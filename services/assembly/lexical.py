@@ -76,7 +76,10 @@ _ROLE_WORDS = frozenset(("user", "assistant", "tool", "system"))
 
 def low_information_penalty(text: str) -> float:
     """How much a semantic score is lowered for `text` saying little (0 for an informative one)."""
-    words = {t for t in tokens(text) if len(t) > 2 and not t[0].isdigit()} - _STOPWORDS - _ROLE_WORDS
+    # The document's term frequencies are cached by content (the same exchanges come back call
+    # after call), so this re-tokenizes nothing on a hot Assemble.
+    counted = term_frequencies(text).counts.keys()
+    words = {t for t in counted if len(t) > 2 and not t[0].isdigit()} - _STOPWORDS - _ROLE_WORDS
     return LOW_INFORMATION_PENALTY * max(0, INFORMATIVE_WORDS - len(words)) / INFORMATIVE_WORDS
 
 
