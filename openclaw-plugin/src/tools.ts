@@ -58,7 +58,7 @@ export const TOOL_PARAMETERS: Record<ToolName, Record<string, unknown>> = {
         type: "string",
         minLength: 1,
         description:
-          "A recalled item's ref (the `ref=` at its end, e.g. t3fa9c2d1e4.12), a compact summary (archive) URI, a checkpoint id (cp-...) or a long-term memory URI.",
+          "A recalled item's ref (the `ref=` at its end, e.g. t418306755912.12), a compact summary (archive) URI, a checkpoint id (cp-...) or a long-term memory URI.",
       },
       query: { type: "string", description: "Rank the original turns by this." },
       limit: { type: "integer", minimum: 1, maximum: 100, description: "Most turns to return (default memoryExpandMaxResults)." },

@@ -25,8 +25,9 @@ AGENT: only the agent that stored it, ids compared exactly).
 from __future__ import annotations
 
 import asyncio
+import re
 import time
-from collections.abc import Awaitable, Iterable
+from collections.abc import Awaitable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import NamedTuple, TypeVar
@@ -58,10 +59,11 @@ from shared.tokens import TokenCounter
 USER_MEMORIES_URI = "viking://~/memories"
 EXPLICIT_RECALL_TOKENS = 2000
 """Token cap of explicit and fallback recall when recallTokenBudget sets none (upstream default)."""
-TURN_CANDIDATES = 200
-"""Semantic pool: enough to fill an 8k-token budget and to give BM25 a corpus (a larger `limit`
-costs find almost nothing: ~36 ms at 20, ~41 ms at 80)."""
-LEXICAL_CANDIDATES = 200
+TURN_CANDIDATES = 400
+"""Semantic pool: enough to fill an 8k-token budget once copies and exchanges the transcript
+shows are left out (at 200 the hard recall tier's continuing session ran out of items at 8k:
+6.7k tokens used, evidence recall 91.7 %), and to give BM25 a corpus."""
+LEXICAL_CANDIDATES = 400
 """The exchange index's best BM25 matches fused with the semantic pool (the same depth)."""
 SHOWN_HEADROOM = 2
 """How much more than its cap auto recall offers packing (which cuts to the exact room)."""
@@ -193,6 +195,23 @@ def content_of(candidate: Candidate, config: RecallConfig, terms: frozenset[str]
     return truncate_content(candidate.body or candidate.abstract, config.max_content_chars)
 
 
+def distinct(items: Iterable[RecalledItem]) -> Iterator[RecalledItem]:
+    """`items` in order, less any whose text (roles aside, case and spacing folded) an earlier
+    one already shows: small talk recurs word for word across sessions ("There's a workshop on
+    tax returns at the library"), and a second copy tells the model nothing. Measured on the hard
+    recall tier: four copies of one line among a 1k context's 19 items; leaving the copies out
+    moved evidence recall at 1k from 74.9 to 80.4 %."""
+    seen: set[str] = set()
+    for item in items:
+        key = " ".join(_ROLE_LABEL.sub("", item.content).lower().split())
+        if key not in seen:
+            seen.add(key)
+            yield item
+
+
+_ROLE_LABEL = re.compile(r"^(?:user|assistant|tool|system): ", re.MULTILINE)
+
+
 async def _leg(what: str, call: Awaitable[T], deadline: float, outcome: RecallOutcome) -> T | None:
     """One source's call; a failure is a degraded reason, a missing index is simply nothing."""
     try:
@@ -258,6 +277,6 @@ async def recall_memories(
         for uri, rank in fused
         if uri not in exclude_uris
     )
-    kept = islice((i for i in items if i.content), config.max_items or None)
+    kept = islice(distinct(i for i in items if i.content), config.max_items or None)
     outcome.items = fit_token_budget(kept, counter, config.token_budget)
     return outcome

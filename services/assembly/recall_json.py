@@ -1,11 +1,12 @@
 """The recall tool result's JSON: compact items, built from pieces that tokenize on their own.
 
-The model reads `{"memories": ["2026-03-04 14:05 user: ...\\nassistant: ... ref=t3fa9c2d1e4.12",
+The model reads `{"memories": ["2026-03-04 user: ...\\nassistant: ... ref=t418306755912.12",
 ...], "source": "openviking-auto-recall"}`: the `{"memories": [...], "source": ...}`
 shape of docs/design.md §3.3, each item one string that says when it was said (once, not per line), what was
 said, and the handle `memory_expand` takes (`shared.domain.recall_handles`). No score, kind, URI
 or category keys: measured on long conversations (the recall issue), those took 82 of an
-exchange's 171 tokens, and the model uses none of them.
+exchange's 171 tokens, and the model uses none of them. The day only, not the time: the time
+took 4 of a median item's ~50 tokens, and questions about when ask for the day.
 
 The JSON is counted on every Assemble, so it is cut where the pre-tokenizer of every shipped
 encoding (`shared.tokens.SHIPPED_ENCODINGS`) splits anyway: between the `,` that ends an item and
@@ -24,6 +25,8 @@ from typing import Protocol
 from shared.domain.recall_handles import handle_for
 from shared.tokens import TokenCounter
 
+DAY_CHARS = len("2026-03-04")
+"""What an item shows of `said_at` (`YYYY-MM-DD HH:MM`): the day."""
 OPENING = '{"memories": ['
 SEPARATOR = ","
 REMEMBERED_ITEMS = 8_192
@@ -54,7 +57,7 @@ def item_text(memory: RecalledForModel) -> str:
 @lru_cache(maxsize=REMEMBERED_ITEMS)
 def _item_text(kind: str, uri: str, category: str, said_at: str, content: str) -> str:
     what = content.strip() if kind == "turn" or not category else f"{category}: {content.strip()}"
-    when = f"{said_at} " if said_at else ""
+    when = f"{said_at[:DAY_CHARS]} " if said_at else ""
     handle = handle_for(uri) if uri else ""
     return f"{when}{what} ref={handle}" if handle else f"{when}{what}"
 

@@ -1,14 +1,19 @@
 """Which recalled exchanges the host's raw turns already show (packing leaves those out).
 
-A recalled exchange counts as shown when it contains the first `SHOWN_PREFIX_CHARS` of one of
-the raw messages' texts (both normalised: single spaces, lower case). Rather than searching
-every exchange for every raw text, an exchange is searched only for the texts whose anchor word
-(their longest whole inner word) it contains: an exact necessary condition, checked by one set
-intersection per exchange.
+A recalled exchange counts as shown when each of its messages (a line of the item: tool-call and
+tool-output lines aside, unless it has nothing else) contains the first `SHOWN_PREFIX_CHARS` of
+one of the raw messages' texts (both normalised: single spaces, lower case). Every message, not
+any: small talk recurs ("Ha! Maple is a character, I swear."), and an exchange pairing a fact with
+a reply the raw window happens to repeat was left out, its fact shown nowhere (measured on the
+hard recall tier's continuing session: 4-5 points of evidence recall at every budget). Rather
+than searching every line for every raw text, a line is searched only for the texts whose anchor
+word (their longest whole inner word) it contains: an exact necessary condition, checked by one
+set intersection per line.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -30,9 +35,16 @@ def _normal(text: str) -> str:
     return " ".join(text.split()).lower()
 
 
+_TOOL_LINE = re.compile(r"^(?:\w+: )?\[")
+"""A tool call's or tool output's line (`assistant: [calls ...]`, `tool: [x returned] ...`)."""
+
+
 @lru_cache(maxsize=REMEMBERED_ITEMS)
-def _normal_item(content: str) -> str:
-    return _normal(content)
+def _message_lines(content: str) -> tuple[str, ...]:
+    """The normalised lines of an item that must be shown for the item to count as shown."""
+    lines = [line for line in content.split("\n") if line.strip()]
+    said = [line for line in lines if not _TOOL_LINE.match(line)]
+    return tuple(_normal(line) for line in said or lines)
 
 
 SHOWN_PREFIX_CHARS = 200
@@ -81,8 +93,7 @@ class ShownExchanges:
     not items x texts."""
 
     def __init__(self, memories: Sequence[MemoryForInjection]) -> None:
-        self._contents = [_normal_item(m.content) if m.kind == "turn" else "" for m in memories]
-        self._words = [_words(c) if c else frozenset() for c in self._contents]
+        self._lines = [_message_lines(m.content) if m.kind == "turn" else () for m in memories]
         self._last: tuple[tuple[int, ...], list[int]] | None = None
         """The last whole answer, by the identities of the raw messages it was for."""
 
@@ -103,29 +114,23 @@ class ShownExchanges:
         unanchored: list[str] = []
         for turn in raw:
             for message in turn.messages:
-                shown = _text_of(message)
-                if len(shown.text) < MIN_SHOWN_CHARS:
+                raw_text = _text_of(message)
+                if len(raw_text.text) < MIN_SHOWN_CHARS:
                     continue
-                if shown.anchor:
-                    by_anchor.setdefault(shown.anchor, []).append(shown.text)
+                if raw_text.anchor:
+                    by_anchor.setdefault(raw_text.anchor, []).append(raw_text.text)
                 else:
-                    unanchored.append(shown.text)
+                    unanchored.append(raw_text.text)
         anchors = frozenset(by_anchor)
-        contents = self._contents
+        lines = self._lines
+
+        def shown(line: str) -> bool:  # holds a raw message's text
+            if any(map(line.__contains__, unanchored)):
+                return True
+            return any(text in line for word in _words(line) & anchors for text in by_anchor[word])
+
         return [
             i
-            for i in (range(len(contents)) if among is None else among)
-            if not (contents[i] and self._contains_any(i, contents[i], anchors, by_anchor, unanchored))
+            for i in (range(len(lines)) if among is None else among)
+            if not (lines[i] and all(shown(line) for line in lines[i]))
         ]
-
-    def _contains_any(
-        self,
-        item: int,
-        content: str,
-        anchors: frozenset[str],
-        by_anchor: dict[str, list[str]],
-        unanchored: list[str],
-    ) -> bool:
-        if any(map(content.__contains__, unanchored)):
-            return True
-        return any(text in content for word in self._words[item] & anchors for text in by_anchor[word])

@@ -2,8 +2,10 @@
 
 A recalled exchange's full URI (`viking://user/<user>/memories/ce-turns/<session>/0000012.md`)
 costs ~37 tokens, more than many exchanges' text; the model only needs something `memory_expand`
-resolves. So an exchange is named `t<10 hex of its session id's SHA-256>.<first sequence>`
-(`t3fa9c2d1e4.12`, ~8 tokens), which ExpandMemory resolves by listing the caller's turn-index
+resolves. So an exchange is named `t<12 decimal digits of its session id's SHA-256>.<first
+sequence>` (`t418306755912.12`: 7 tokens with o200k_base where 10 hex digits took 10, since
+tokenizers split digits in groups of three but hex in ones and twos), which ExpandMemory
+resolves by listing the caller's turn-index
 folders (one `ls`, only on expand). A stored memory keeps its URI in the caller's own space
 (`viking://~/memories/...`): ExpandMemory takes those as they are.
 """
@@ -18,10 +20,10 @@ from typing import NamedTuple
 
 from shared.domain.turn_index import parse_turn_uri
 
-DIGEST_CHARS = 10
-"""40 bits of the session id: two of one user's 10,000 sessions share a digest with a chance of
+DIGEST_DIGITS = 12
+"""~40 bits of the session id: two of one user's 10,000 sessions share a digest with a chance of
 ~5e-5 (then the first listed wins)."""
-_TURN_HANDLE = re.compile(rf"^t(?P<digest>[0-9a-f]{{{DIGEST_CHARS}}})\.(?P<seq>\d{{1,7}})$")
+_TURN_HANDLE = re.compile(rf"^t(?P<digest>\d{{{DIGEST_DIGITS}}})\.(?P<seq>\d{{1,7}})$")
 _USER_PREFIX = re.compile(r"^viking://user/[^/]+/")
 REMEMBERED_HANDLES = 65_536
 
@@ -32,7 +34,8 @@ class TurnHandle(NamedTuple):
 
 
 def session_digest(session_id: str) -> str:
-    return hashlib.sha256(session_id.encode()).hexdigest()[:DIGEST_CHARS]
+    value = int.from_bytes(hashlib.sha256(session_id.encode()).digest()[:8], "big")
+    return f"{value % 10**DIGEST_DIGITS:0{DIGEST_DIGITS}d}"
 
 
 @lru_cache(maxsize=REMEMBERED_HANDLES)

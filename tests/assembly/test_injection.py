@@ -53,7 +53,7 @@ def test_injected_pair_shape() -> None:
     )
     _, turn_result = injected_recall_pair("tea?", [turn], "abcDEF123")
     shown = json.loads(turn_result.content[0].tool_result.content[0].text.text)["memories"][0]
-    assert shown == f"2025-01-02 10:00 user: hi ref=t{session_digest('s')}.1"
+    assert shown == f"2025-01-02 user: hi ref=t{session_digest('s')}.1"
     for message in (call, result):
         assert message.id.startswith("ce-injected-")
         assert json.loads(message.host_fields.json) == {"contextengine_injected": "memory_recall_auto"}

@@ -63,7 +63,7 @@ def test_pieces_make_the_json_and_count_its_tokens(items: list[MemoryForInjectio
         assert pieces_tokens(counter, pieces) == len(counter.encode(text))
 
 
-def test_an_exchange_item_says_its_date_once_and_its_handle() -> None:
+def test_an_exchange_item_says_its_day_once_and_its_handle() -> None:
     turn = MemoryForInjection(
         "viking://user/alice/memories/ce-turns/ce-0123456789abcdef0123-g2/0000012.md",
         "conversation",
@@ -73,11 +73,11 @@ def test_an_exchange_item_says_its_date_once_and_its_handle() -> None:
         said_at="2026-03-04 14:05",
     )
     [item] = json.loads(recall_tool_result_json([turn], "openviking-auto-recall"))["memories"]
-    assert item.startswith("2026-03-04 14:05 user: I adopted a beagle called Biscuit\nassistant:")
+    assert item.startswith("2026-03-04 user: I adopted a beagle called Biscuit\nassistant:")
     handle = item.rsplit(" ref=", 1)[1]
     assert parse_turn_handle(handle) == TurnHandle(session_digest("ce-0123456789abcdef0123-g2"), 12)
     assert item.count("2026-03-04") == 1
-    assert "viking://" not in item and "0.71" not in item
+    assert "14:05" not in item and "viking://" not in item and "0.71" not in item
 
 
 def test_a_memory_item_keeps_its_category_and_a_uri_in_the_callers_space() -> None:

@@ -83,3 +83,13 @@ def test_no_user_turn_and_injected_messages_ignored() -> None:
 def test_query_capped_to_newest_text() -> None:
     query = recall_query(reversed([user("a" * 3000 + " tail words here")]), 1)
     assert len(query.query) == 2000 and query.query.endswith("tail words here")
+
+
+def test_a_short_question_naming_what_it_asks_about_stands_alone() -> None:
+    messages = [user("Great chatting with you, thanks for the tips on the garden"), assistant("Anytime!")]
+    assert recall_query(reversed(messages), 5, "Where does Caroline volunteer?").query == (
+        "Where does Caroline volunteer?"
+    )
+    assert recall_query(reversed(messages), 5, "What did she plant there?").query == (
+        "Great chatting with you, thanks for the tips on the garden\nWhat did she plant there?"
+    )

@@ -1,7 +1,10 @@
 """Which recalled exchanges the raw turns already show: the anchor-word search finds exactly what
-searching every exchange for every raw text finds (property)."""
+searching every message line of every exchange for every raw text finds (property), and an
+exchange only one of whose messages is shown stays (its other message is shown nowhere else)."""
 
 from __future__ import annotations
+
+import re
 
 from contextengine.v1 import common_pb2
 from hypothesis import given
@@ -28,11 +31,13 @@ def normal(text: str) -> str:
 def reference(memories: list[MemoryForInjection], raw: list[Turn]) -> list[int]:
     texts = [normal(plain_text(m))[:SHOWN_PREFIX_CHARS] for turn in raw for m in turn.messages]
     texts = [t for t in texts if len(t) >= MIN_SHOWN_CHARS]
-    return [
-        i
-        for i, m in enumerate(memories)
-        if not (m.kind == "turn" and any(t in normal(m.content) for t in texts))
-    ]
+
+    def shown(m: MemoryForInjection) -> bool:
+        lines = [line for line in m.content.split("\n") if line.strip()]
+        said = [line for line in lines if not re.match(r"(\w+: )?\[", line)] or lines  # tool lines aside
+        return all(any(t in normal(line) for t in texts) for line in said)
+
+    return [i for i, m in enumerate(memories) if not (m.kind == "turn" and m.content.strip() and shown(m))]
 
 
 @given(st.lists(TEXT, min_size=1, max_size=8), st.data())
@@ -57,3 +62,15 @@ def test_anchor_search_finds_what_a_full_search_finds(texts: list[str], data: st
     assert shown.not_shown(raw) == reference(memories, raw)
     # Narrowed to what the newer turns left eligible, the older turns leave what all of them do.
     assert shown.not_shown(raw[:cut], among=shown.not_shown(raw[cut:])) == reference(memories, raw)
+
+
+def test_an_exchange_is_shown_only_when_each_of_its_messages_is() -> None:
+    reply = "Ha! Maple is a character, I swear."
+    fact = "Don't laugh, but I bought a secondhand ukulele off a neighbour."
+    raw = [Turn(0, (user("How are the pets?"), assistant(reply)))]
+    memories = [
+        MemoryForInjection("u0", "c", f"user: {fact}\nassistant: {reply}", 0.5, kind="turn"),
+        MemoryForInjection("u1", "c", f"user: How are the pets?\nassistant: {reply}", 0.5, kind="turn"),
+        MemoryForInjection("u2", "c", f"assistant: {reply}\nassistant: [calls f({{}})]", 0.5, kind="turn"),
+    ]
+    assert ShownExchanges(memories).not_shown(raw) == [0]
