@@ -147,11 +147,12 @@ class Settings(BaseModel):
     (`index`, services/assembly/exchange_index.py; the semantic pool until its first sync), over
     the semantic pool only (`candidates`), over every exchange grep matches (`grep`, O(exchanges)
     per call in OpenViking), or none (`off`)."""
-    recall_budget_share: float = Field(default=0.75, alias="recallBudgetShare", gt=0.0, le=1.0)
-    """Share of the request's budget recall may take before the recent raw window (it takes
-    what the window leaves over, too). 0.75, not 0.5: on the hard recall tier's continuing
-    session, at 1k tokens a 0.5 share let the recent window take ~500 tokens and evidence recall
-    was 64.8 %; 0.75 gives 69.4 %, the same at 2k-8k (where both fit)."""
+    recall_budget_share: float = Field(default=0.9, alias="recallBudgetShare", gt=0.0, le=1.0)
+    """Share of the request's budget recall may take before the recent raw window when the prompt
+    stands alone (at most 0.5 when it leans on the turns before it; it takes what the window
+    leaves over, too). 0.9: on the hard recall tier's continuing session at 1k tokens, 0.75 let
+    the window take ~200 tokens and evidence recall was 78.0 %, 0.9 gives 82.6 % (the same at
+    4k-8k); 1.0 (no window) lost 3-4 points at 2k-8k."""
 
     # --- refactor keys (docs/design.md §7.2) ---
     recent_raw_turn_count: int = Field(default=8, alias="recentRawTurnCount", ge=1, le=10_000)

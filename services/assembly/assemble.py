@@ -36,7 +36,7 @@ from services.assembly.recall import (
     recall_memories,
 )
 from services.assembly.recall_intent import recall_intent
-from services.assembly.recall_query import sanitize_user_text, skip_reason_for
+from services.assembly.recall_query import RecallQuery, sanitize_user_text, skip_reason_for
 from services.assembly.retrieval import Retrieval
 from services.assembly.summaries import SummarySource
 from services.assembly.token_counts import MessageTokens, TokenCountCache
@@ -58,6 +58,21 @@ DEADLINE_RESERVE_FRACTION = 0.2
 MIN_RETRIEVAL_SECONDS = 0.01
 INTENT_MESSAGES = 64
 """Newest host messages the recall intent reads (the recall query's window lies within them)."""
+FOLLOW_UP_RECALL_SHARE = 0.5
+"""The most of the budget recall takes before the recent raw turns when the prompt leans on them."""
+
+
+def recall_share(configured: float, query: RecallQuery) -> float:
+    """How much of the budget recall takes before the recent raw window: the configured share
+    (recallBudgetShare) for a prompt that stands alone, at most half for one that leans on the
+    turns before it ("and what about her?"), which the raw window shows.
+
+    *Departs from the original design's fixed recent window on measured grounds* (the recall
+    issue): on the hard recall tier's continuing session (standalone questions at the end of a
+    session), 0.75 let the window take ~200 of 1,000 tokens and evidence recall was 78.0 % at 1k,
+    0.9 gives 82.6 % (the same at 4k-8k, 91.7 -> 92.7 % at 2k); 1.0, no window at all, lost 3-4
+    points at 2k-8k (the window shows the session's own turns more cheaply than recall does)."""
+    return min(configured, FOLLOW_UP_RECALL_SHARE) if query.leans_on_earlier else configured
 
 
 def retrieval_deadline(now: float, time_remaining: float | None, recall_timeout_ms: int) -> float:
@@ -181,7 +196,7 @@ async def assemble_context(
         recall=plan,
         recall_anchor=_recall_anchor(transcript.messages, prompt),
         recall_cap=settings.recall_token_budget,
-        recall_share=settings.recall_budget_share,
+        recall_share=recall_share(settings.recall_budget_share, query),
         pointer=lambda position, message: turn_id_for(identity.stream_id, position, message),
     )
     recalled = [outcome.items[i] for i in packed.recalled_kept] if outcome else []

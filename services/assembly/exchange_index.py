@@ -135,6 +135,19 @@ class ExchangeIndex:
         ).fetchall()
         return [LexicalHit(uri, body, -rank) for uri, body, rank in rows]
 
+    def unknown_terms(self, tenant: Tenant, terms: Sequence[str]) -> frozenset[str]:
+        """Those of `terms` no exchange of the user holds; none while the user was never synced.
+        One FTS5 lookup per term (an index probe, no ranking)."""
+        user = self._users.get((tenant.account_id, tenant.user_id))
+        if user is None or user.synced_at is None:
+            return frozenset()
+        probe = f"SELECT 1 FROM {user.table} WHERE {user.table} MATCH ? LIMIT 1"
+        return frozenset(
+            term
+            for term in terms
+            if (query := fts_query([term])) and self._db.execute(probe, (query,)).fetchone() is None
+        )
+
     async def sync(self, tenant: Tenant) -> None:
         """Bring the user's index up to date now (what the background does)."""
         user = self._user(tenant)

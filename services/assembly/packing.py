@@ -40,7 +40,7 @@ from services.assembly.shown import ShownExchanges
 from services.assembly.token_counts import MessageTokens
 from shared.domain.turns import Turn
 
-DEFAULT_RECALL_SHARE = 0.75
+DEFAULT_RECALL_SHARE = 0.9
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Recall as a pipeline: query -> candidates per source -> one fused ranking -> bounded items.
 
-1. the query (`recall_query`): the prompt drives it;
+1. the query (`recall_query`): the prompt drives it, less the names the user's history never
+   mentions (`known_names`);
 2. candidates per source (`candidates`), fetched concurrently:
    - *memories*: one semantic `find` over the user's memories, the turn index included (the
      query is embedded once; every hit carries its text), then the upstream memory rules
@@ -46,6 +47,7 @@ from services.assembly.exchange_focus import focused, folded_terms
 from services.assembly.exchange_index import ExchangeIndex
 from services.assembly.fusion import reciprocal_rank_fusion
 from services.assembly.injection import MemoryForInjection
+from services.assembly.known_names import without_unknown_names
 from services.assembly.memory_rules import rank_candidates, select_candidates, truncate_content
 from services.assembly.ports import MemorySearch
 from services.assembly.recall_json import item_piece
@@ -237,9 +239,10 @@ async def recall_memories(
 ) -> RecallOutcome:
     """Retrieve, fuse and bound memories and raw turns for `query`; failures degrade to fewer."""
     outcome = RecallOutcome(query)
-    terms = lexical.content_terms(query)
+    refined = without_unknown_names(query, exchanges, tenant)
+    terms = lexical.content_terms(refined.text)
     semantic_call = client.find(
-        tenant, query, target_uri=USER_MEMORIES_URI, limit=TURN_CANDIDATES, score_threshold=0.0,
+        tenant, refined.text, target_uri=USER_MEMORIES_URI, limit=TURN_CANDIDATES, score_threshold=0.0,
         deadline=deadline,
     )  # fmt: skip
     lexical_call = client.grep(

@@ -123,12 +123,14 @@ class RecallIntent:
     names: tuple[str, ...] = ()
     directory_asked: bool = False
     """The prompt asks what is stored (else the directory is only for a stream's start)."""
+    leans_on_earlier: bool = False
+    """The prompt cannot stand alone (`recall_query.leans_on_earlier_turns`)."""
 
     def wants(self, source: RecallSource) -> bool:
         return source in self.sources
 
     def as_recall_query(self) -> RecallQuery:
-        return RecallQuery(self.query if self.recall else "", self.reason)
+        return RecallQuery(self.query if self.recall else "", self.reason, self.leans_on_earlier)
 
     def to_proto(self) -> packet_pb2.RecallIntent:
         return packet_pb2.RecallIntent(
@@ -219,4 +221,6 @@ def recall_intent(
     asked = bool(_DIRECTORY_QUESTION.search(text))
     if asked or not _has_assistant_answer(newest_first):
         sources.add(RecallSource.DIRECTORY)
-    return RecallIntent(True, "", frozenset(sources), base.query, dates_in(text), names_in(text), asked)
+    return RecallIntent(
+        True, "", frozenset(sources), base.query, dates_in(text), names_in(text), asked, base.leans_on_earlier
+    )

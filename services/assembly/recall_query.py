@@ -58,6 +58,9 @@ class RecallQuery:
     """Empty when recall is skipped."""
     skip_reason: str
     """Why recall is skipped (`empty`, `greeting`, `too_short`, `no_user_turn`); empty when it runs."""
+    leans_on_earlier: bool = False
+    """The prompt cannot stand alone (`leans_on_earlier_turns`): the query borrowed the previous
+    user turn, and the recent raw turns matter more than usual (packing's recall share)."""
 
 
 def sanitize_user_text(text: str) -> str:
@@ -142,10 +145,11 @@ def recall_query(
     if reason:
         return RecallQuery("", reason)
     query = primary
-    if leans_on_earlier_turns(primary):
+    leans = leans_on_earlier_turns(primary)
+    if leans:
         earlier = [t for t in texts[-window:-1] if not is_greeting(t)]
         if earlier:
             query = f"{earlier[-1]}\n{primary}"
     if len(query) > MAX_QUERY_CHARS:
         query = query[-MAX_QUERY_CHARS:]
-    return RecallQuery(query, "")
+    return RecallQuery(query, "", leans)

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import pytest
 
+from services.assembly.assemble import recall_share
 from services.assembly.injection import injected_recall_pair
 from services.assembly.recall_query import recall_query, skip_reason_for
 from tests.assembly.helpers import assistant, user
@@ -93,3 +94,13 @@ def test_a_short_question_naming_what_it_asks_about_stands_alone() -> None:
     assert recall_query(reversed(messages), 5, "What did she plant there?").query == (
         "Great chatting with you, thanks for the tips on the garden\nWhat did she plant there?"
     )
+
+
+def test_a_prompt_leaning_on_earlier_turns_leaves_the_raw_window_more_room() -> None:
+    messages = [user("Tell me about the Atlas database choice"), assistant("We picked Postgres.")]
+    standalone = recall_query(reversed(messages), 5, "Which database did Atlas pick in March?")
+    leaning = recall_query(reversed(messages), 5, "and why that one?")
+    assert not standalone.leans_on_earlier and leaning.leans_on_earlier
+    assert recall_share(0.9, standalone) == 0.9
+    assert recall_share(0.9, leaning) == 0.5
+    assert recall_share(0.3, leaning) == 0.3  # never more than configured
