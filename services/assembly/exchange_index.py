@@ -135,18 +135,29 @@ class ExchangeIndex:
         ).fetchall()
         return [LexicalHit(uri, body, -rank) for uri, body, rank in rows]
 
-    def unknown_terms(self, tenant: Tenant, terms: Sequence[str]) -> frozenset[str]:
-        """Those of `terms` no exchange of the user holds; none while the user was never synced.
-        One FTS5 lookup per term (an index probe, no ranking)."""
+    def apart(self, tenant: Tenant, terms: Sequence[str], others: Sequence[str]) -> frozenset[str] | None:
+        """Those of `terms` the user's exchanges never say, or say alongside `others` no more
+        often than chance would (`n(term and others) * n <= n(term) * n(others)`: no positive
+        association); when no exchange says any of `others`, only the never-said ones. None while
+        the user was never synced. FTS5 counts: one for `others`, two per term."""
         user = self._users.get((tenant.account_id, tenant.user_id))
         if user is None or user.synced_at is None:
-            return frozenset()
-        probe = f"SELECT 1 FROM {user.table} WHERE {user.table} MATCH ? LIMIT 1"
-        return frozenset(
-            term
-            for term in terms
-            if (query := fts_query([term])) and self._db.execute(probe, (query,)).fetchone() is None
-        )
+            return None
+        count = f"SELECT count(*) FROM {user.table} WHERE {user.table} MATCH ?"
+        alongside = fts_query(others)
+        with_others = self._db.execute(count, (alongside,)).fetchone()[0] if alongside else 0
+        total = self._db.execute(f"SELECT count(*) FROM {user.table}_docsize").fetchone()[0]  # no scan
+        apart = set()
+        for term in terms:
+            query = fts_query([term])
+            said = self._db.execute(count, (query,)).fetchone()[0] if query else 0
+            if not said:
+                apart.add(term)
+            elif with_others:
+                both = self._db.execute(count, (f"{query} AND ({alongside})",)).fetchone()[0]
+                if both * total <= said * with_others:
+                    apart.add(term)
+        return frozenset(apart)
 
     async def sync(self, tenant: Tenant) -> None:
         """Bring the user's index up to date now (what the background does)."""

@@ -47,7 +47,7 @@ from services.assembly.exchange_focus import focused, folded_terms
 from services.assembly.exchange_index import ExchangeIndex
 from services.assembly.fusion import reciprocal_rank_fusion
 from services.assembly.injection import MemoryForInjection
-from services.assembly.known_names import without_unknown_names
+from services.assembly.known_names import without_unrelated_names
 from services.assembly.memory_rules import rank_candidates, select_candidates, truncate_content
 from services.assembly.ports import MemorySearch
 from services.assembly.recall_json import item_piece
@@ -239,7 +239,7 @@ async def recall_memories(
 ) -> RecallOutcome:
     """Retrieve, fuse and bound memories and raw turns for `query`; failures degrade to fewer."""
     outcome = RecallOutcome(query)
-    refined = without_unknown_names(query, exchanges, tenant)
+    refined = without_unrelated_names(query, exchanges, tenant)
     terms = lexical.content_terms(refined.text)
     semantic_call = client.find(
         tenant, refined.text, target_uri=USER_MEMORIES_URI, limit=TURN_CANDIDATES, score_threshold=0.0,

@@ -1,6 +1,7 @@
-"""The query against the user's history: a name no exchange of the user mentions leaves the query
-(real local OpenViking and the replica's exchange index), and the refinement never leaves a query
-without content or touches anything but unknown names (property)."""
+"""The query against the user's history: a name the user's exchanges never say alongside what is
+asked leaves the query (real local OpenViking and the replica's exchange index), and the
+refinement never leaves a query without content or touches anything but the words it drops
+(property)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from services.assembly.exchange_index import ExchangeIndex
-from services.assembly.known_names import without_unknown_names, without_words
+from services.assembly.known_names import without_unrelated_names, without_words
 from services.assembly.lexical import tokens
 from shared.domain.conversation import text_message
 from shared.domain.turn_index import IndexedMessage
@@ -32,27 +33,38 @@ async def ov(openviking: OpenVikingEndpoint) -> AsyncIterator[OpenVikingClient]:
         yield client
 
 
-@pytest.mark.stack
-async def test_a_name_the_history_never_mentions_leaves_the_query(ov: OpenVikingClient) -> None:
-    alice = Tenant(ACCOUNT, "alice")
-    said = [
-        IndexedMessage(0, text_message(common_pb2.MESSAGE_ROLE_USER, "Caro bought a ukulele from Dana")),
-        IndexedMessage(1, text_message(common_pb2.MESSAGE_ROLE_ASSISTANT, "Nice, Caro!")),
+def exchange(first: int, user_text: str, assistant_text: str) -> list[IndexedMessage]:
+    return [
+        IndexedMessage(first, text_message(common_pb2.MESSAGE_ROLE_USER, user_text)),
+        IndexedMessage(first + 1, text_message(common_pb2.MESSAGE_ROLE_ASSISTANT, assistant_text)),
     ]
-    await TurnIndexWriter(ov, clock=lambda: SAID).add(alice, "s1", said, deadline=None)
+
+
+@pytest.mark.stack
+async def test_a_name_never_said_alongside_what_is_asked_leaves_the_query(ov: OpenVikingClient) -> None:
+    alice = Tenant(ACCOUNT, "alice")
+    writer = TurnIndexWriter(ov, clock=lambda: SAID)
+    for messages in (
+        exchange(0, "Hey Gabi, great to see you!", "You too, Caro!"),
+        exchange(2, "I bought a ukulele from Dana last week", "Nice, how does it sound?"),
+        exchange(4, "Thanks for the chat, Gabi", "Anytime!"),
+        exchange(6, "The ukulele needs new strings", "Dana will know where to get them."),
+    ):
+        await writer.add(alice, "s1", messages, deadline=None)
     index = ExchangeIndex(ov, refresh_seconds=3600)
     try:
-        question = "Which instrument did Caroline buy from Dana?"
-        assert without_unknown_names(question, index, alice).text == question  # not synced: unchanged
+        question = "Which ukulele did Caroline buy from Dana?"
+        assert without_unrelated_names(question, index, alice).text == question  # not synced: unchanged
         await index.sync(alice)
-        refined = without_unknown_names(question, index, alice)
-        assert refined.text == "Which instrument did buy from Dana?"
-        assert refined.dropped == ("caroline",)
-        # Only names: a common word the history never used stays (it carries meaning).
-        assert without_unknown_names("Which instruments did Caro buy?", index, alice).dropped == ()
-        # A query that would be left with no content keeps its names.
-        assert without_unknown_names("Caroline?", index, alice).text == "Caroline?"
-        assert without_unknown_names(question, None, alice).text == question
+        # Never said at all: out; said together with what is asked: stays.
+        refined = without_unrelated_names(question, index, alice)
+        assert (refined.text, refined.dropped) == ("Which ukulele did buy from Dana?", ("caroline",))
+        # Said, but only in greetings, never with the ukulele: out.
+        assert without_unrelated_names("Where does Gabi keep the ukulele?", index, alice).dropped == ("gabi",)
+        # A name that is all the prompt asks about stays, said or not.
+        assert without_unrelated_names("What did Gabi say?", index, alice).dropped == ()
+        assert without_unrelated_names("Caroline?", index, alice).text == "Caroline?"
+        assert without_unrelated_names(question, None, alice).text == question
     finally:
         await index.aclose()
 
