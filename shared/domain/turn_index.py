@@ -186,10 +186,21 @@ def document_date(content: str) -> str:
     return match["date"] if match else ""
 
 
+REMEMBERED_DOCUMENTS = 8_192
+"""Recalled documents whose model-facing text a process remembers."""
+
+
+@lru_cache(maxsize=REMEMBERED_DOCUMENTS)
 def undated(content: str) -> str:
     """An indexed exchange as the model reads it in a recalled item: `role: text` lines, without
-    the date every line carries in the index (the item says it once)."""
-    return "\n".join(_LINE.sub(r"\g<role>: ", line, count=1) for line in content.splitlines())
+    the date every line carries in the index (the item says it once). Remembered by content:
+    recall reads the same documents call after call."""
+    return "\n".join(_without_date(line) for line in content.splitlines())
+
+
+def _without_date(line: str) -> str:
+    match = _LINE.match(line)
+    return f"{match['role']}: {line[match.end() :]}" if match else line
 
 
 def document_texts(content: str) -> list[str]:
