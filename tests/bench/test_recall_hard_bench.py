@@ -64,7 +64,13 @@ async def test_hard_tier_replays_scores_and_times(
     openviking: OpenVikingEndpoint, embeddings: EmbeddingsEndpoint, tmp_path: Path
 ) -> None:
     args = argparse.Namespace(
-        hard_users=1, hard_sessions=3, seed=11, concurrency=4, latency_n=2, scale_exchanges=100
+        hard_users=1,
+        hard_sessions=3,
+        seed=11,
+        concurrency=4,
+        latency_n=2,
+        scale_exchanges=100,
+        ask_by_nickname=True,
     )
     report = await run_hard(args, openviking.base_url, embeddings.base_url, tmp_path)
     report = json.loads(json.dumps(report))  # as bench-results/recall-hard.json holds it
@@ -85,4 +91,4 @@ async def test_hard_tier_replays_scores_and_times(
     assert scale["assemble_p50_ms"] > 0 and scale["find_p50_ms"] > 0
     text = markdown(report)
     assert "| engine, continuing session |" in text and "| RRF(BM25 + MiniLM) over raw dated turns |" in text
-    assert "No context over its budget." in text
+    assert "No context over its budget." in text and "asked about by nickname" in text

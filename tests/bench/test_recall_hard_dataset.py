@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from services.assembly.lexical import content_terms, tokens
 from tests.bench.recall import hard_catalog as catalog
-from tests.bench.recall.hard_dataset import KINDS, Conversation, generate_hard
+from tests.bench.recall.hard_dataset import KINDS, Conversation, asked_by_nickname, generate_hard
 from tests.bench.recall.scoring import EVIDENCE_PREFIX_CHARS, normal
 
 RARE_IN_MESSAGES = 3
@@ -118,3 +118,21 @@ def test_names_recur_and_small_talk_surrounds_the_facts() -> None:
     assert sum(1 for n in naming.values() if n >= len(c.sessions) // 2) >= 3
     gold = {e.text for q in c.questions for e in q.evidence}
     assert len(gold) < 0.15 * len(messages(c))
+
+
+@settings(max_examples=5, deadline=None)
+@given(st.integers(0, 10_000))
+def test_asked_by_nickname_names_speakers_as_the_conversation_does(seed: int) -> None:
+    (original,) = generate_hard(seed=seed, users=1, sessions=4)
+    (nicknamed,) = asked_by_nickname([original])
+    nicknames = dict(catalog.SPEAKERS)
+    said = " ".join(text for _, text in messages(original))
+    assert nicknamed.sessions == original.sessions
+    assert [(q.kind, q.evidence) for q in nicknamed.questions] == [
+        (q.kind, q.evidence) for q in original.questions
+    ]
+    for before, after in zip(original.questions, nicknamed.questions, strict=True):
+        for name in original.speakers:
+            assert name not in after.text
+            if name in before.text:
+                assert nicknames[name] in after.text and nicknames[name] in said

@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 import random
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 from tests.bench.recall import hard_catalog as catalog
@@ -250,6 +250,23 @@ def _temporal(scripts: list[SessionScript], text: str, fact: _Stated) -> Questio
 def generate_hard(*, seed: int, users: int, sessions: int = SESSIONS) -> list[Conversation]:
     rng = random.Random(seed)
     return [_conversation(rng, u, sessions) for u in range(users)]
+
+
+def asked_by_nickname(conversations: list[Conversation]) -> list[Conversation]:
+    """The same conversations with every question naming a speaker by the nickname the
+    conversation itself uses, in its greetings and replies ("Thanks, Caro!"), instead of a full
+    name it never says: a name the history knows, but never alongside what is asked."""
+    nicknames = dict(catalog.SPEAKERS)
+    out = []
+    for conversation in conversations:
+        questions = []
+        for question in conversation.questions:
+            text = question.text
+            for name in conversation.speakers:
+                text = text.replace(name, nicknames[name])
+            questions.append(replace(question, text=text))
+        out.append(replace(conversation, questions=questions))
+    return out
 
 
 def main() -> None:

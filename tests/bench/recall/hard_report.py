@@ -33,7 +33,7 @@ def markdown(report: dict[str, Any]) -> str:
         f"Hard tier: {workload['users']} conversations of {workload['sessions_per_user']} sessions "
         f"({', '.join(map(str, workload['messages_per_user']))} messages), questions "
         + ", ".join(f"{k} {n}" for k, n in workload["questions"].items())
-        + f"; seed {workload['seed']}.",
+        + f"; seed {workload['seed']}; speakers asked about by {workload.get('asked_by', 'full name')}.",
         "",
         "### Evidence recall (%) by budget",
         "",

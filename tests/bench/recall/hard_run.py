@@ -27,7 +27,7 @@ import numpy as np
 from shared.tokens import TokenCounter
 from tests.bench.engine import start_engine, stop_engine
 from tests.bench.recall.dated_baselines import BASELINES, TurnRankers, dated_turns, embed, pack
-from tests.bench.recall.hard_dataset import KINDS, Conversation, generate_hard
+from tests.bench.recall.hard_dataset import KINDS, Conversation, asked_by_nickname, generate_hard
 from tests.bench.recall.replay import ENGINE_ENV, Answer, ReplayStats, Stubs, connect, run_user
 from tests.bench.recall.scale import latency_at_scale
 from tests.bench.recall.scoring import BUDGETS, engine_rows, evidence_recall, p50_ms
@@ -103,6 +103,8 @@ async def run_hard(
     args: argparse.Namespace, openviking_url: str, embeddings_url: str, log_dir: Path
 ) -> dict[str, object]:
     conversations = generate_hard(seed=args.seed, users=args.hard_users, sessions=args.hard_sessions)
+    if args.ask_by_nickname:
+        conversations = asked_by_nickname(conversations)
     run_tag = uuid.uuid4().hex[:6]
     for conversation in conversations:  # a rerun over kept data must not see the earlier run's streams
         conversation.user_id = f"{conversation.user_id}-{run_tag}"
@@ -149,6 +151,7 @@ async def run_hard(
             "messages_per_user": [2 * sum(len(s.exchanges) for s in c.sessions) for c in conversations],
             "questions": {k: sum(q.kind == k for c in conversations for q in c.questions) for k in KINDS},
             "seed": args.seed,
+            "asked_by": "nickname" if args.ask_by_nickname else "full name",
             "replay_seconds": round(replay_seconds, 1),
             "after_turn_p50_ms": p50_ms(stats.after_turn_seconds),
         },

@@ -243,6 +243,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--hard-users", type=int, default=3, help="hard tier: conversations")
     parser.add_argument("--hard-sessions", type=int, default=SESSIONS, help="hard tier: sessions each")
     parser.add_argument(
+        "--ask-by-nickname",
+        action="store_true",
+        help="hard tier: questions name a speaker by the nickname the conversation uses in greetings",
+    )
+    parser.add_argument(
         "--scale-exchanges", type=int, default=10_000, help="hard tier: exchanges stored for latency at scale"
     )
     args = parser.parse_args(argv)
