@@ -1,0 +1,126 @@
+"""Issue 30, the outage gap, fast: the plugin's engine (built, in Node) and the real engine, with
+the calls OpenClaw 2026.9.6 made in the real-host run (`test_openclaw_e2e`), ids included.
+
+OpenClaw keys a turn's user message `"<runId>:user"`, in the transcript and on the commit's
+admission; the commit's `advancementKey` (`logicalTurnId`) is another id. Engine down for D2
+(its commitTurn fails) and D3 (run on the host's built-in engine: no call reaches the plugin);
+back for D4, whose drain retries D2 first, then assemble sees D3 in the transcript. Every turn
+must be stored once, in order - the old plugin acknowledged turns by `advancementKey`, found
+none of them in the transcript, and stored 3 of the 4.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from shared.config import load_settings
+from shared.localstack.processes import free_port
+from shared.runtime.main import ServiceHost, start_host
+from tests.openclaw.plugin_driver import call, drive
+from tests.openclaw.scenarios import OUTAGE_MARKERS, assert_outage_stored, stored_turns
+from tests.support.stack import OpenVikingEndpoint
+
+pytestmark = pytest.mark.stack
+
+SESSION_KEY = "agent:main:outage-gap"
+FIRST = "Which database did we decide on for the billing service?"
+
+
+@pytest.fixture
+async def engine_host(openviking: OpenVikingEndpoint) -> AsyncIterator[ServiceHost]:
+    settings = load_settings(
+        environ={}, overrides={"baseUrl": openviking.base_url, "shutdownGraceSeconds": 1}
+    )
+    host = await start_host(settings, "all", port=0)
+    try:
+        yield host
+    finally:
+        await host.stop()
+
+
+class HostTurns:
+    """One OpenClaw session's turns, shaped as the host passes them (runs, anchors, messages)."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.transcript: list[dict[str, Any]] = []
+        self.commits: dict[str, dict[str, Any]] = {}
+        self.clock = 1_796_518_202_036
+
+    def run(self, name: str, text: str) -> str:
+        """The turn `name` ran (user message and answer now in the transcript); its commit params."""
+        self.clock += 1000
+        where = {"agentId": "main", "sessionId": self.session_id, "sessionKey": SESSION_KEY}
+        position = len(self.transcript)
+        messages = [
+            {"role": "user", "content": text, "timestamp": self.clock, "idempotencyKey": f"run-{name}:user"},
+            {
+                "role": "assistant",
+                "content": [{"type": "text", "text": f"Stand-in answer to {name}."}],
+                "api": "openai-completions",
+                "provider": "local",
+                "model": "m",
+                "stopReason": "stop",
+                "timestamp": self.clock + 500,
+            },
+        ]
+        self.transcript.extend(messages)
+        self.commits[name] = {
+            "advancementKey": f"lt-{name}",
+            "admission": {
+                **where,
+                "entryId": f"entry-{name}-user",
+                "activeMessagePosition": position,
+                "idempotencyKey": f"run-{name}:user",
+                "logicalTurnId": f"lt-{name}",
+                "role": "user",
+            },
+            "terminal": {**where, "entryId": f"entry-{name}-answer", "activeMessagePosition": position + 1},
+            "messages": messages,
+            "sessionId": self.session_id,
+            "sessionKey": SESSION_KEY,
+        }
+        return name
+
+    def assemble(self) -> dict[str, Any]:
+        return call(
+            "assemble",
+            sessionId=self.session_id,
+            sessionKey=SESSION_KEY,
+            messages=list(self.transcript),
+            prompt="-",
+        )
+
+    def commit(self, name: str) -> dict[str, Any]:
+        return call("commitTurn", **self.commits[name])
+
+
+async def test_a_turn_the_host_ran_without_the_engine_is_stored_after_the_outage(
+    engine_host: ServiceHost, openviking: OpenVikingEndpoint
+) -> None:
+    session_id = f"outage-gap-{free_port()}"
+    up = {"agentId": "main", "engine": {"target": engine_host.address}}
+    down = {"agentId": "main", "engine": {"target": f"127.0.0.1:{free_port()}", "commitTurnDeadlineMs": 300}}
+    host = HostTurns(session_id)
+
+    b1 = [host.assemble()]
+    host.run("b1", FIRST)
+    b1.append(host.commit("b1"))
+    d2 = [host.assemble()]
+    host.run("d2", f"{OUTAGE_MARKERS[0]}: the on-call rotation starts Monday.")
+    d2.append(host.commit("d2"))
+    d3 = [host.commit("d2")]  # the drain before D3 retries D2, fails: D3 runs on "legacy"
+    host.run("d3", f"{OUTAGE_MARKERS[1]}: the pager number is 4711.")
+    d4 = [host.commit("d2"), host.assemble()]  # the drain before D4 retries D2, then D4 runs
+    host.run("d4", f"{OUTAGE_MARKERS[2]}: thanks, that is all.")
+    d4.append(host.commit("d4"))
+
+    results = await drive(up, [b1, (down, d2), (down, d3), d4])
+    committed = {"value": {"status": "committed"}}
+    assert [results[i] == committed for i in (1, 5, 7)] == [True] * 3, results
+    assert "error" in results[3] and "error" in results[4], "D2's commit fails while the engine is down"
+
+    assert_outage_stored(await stored_turns(openviking, session_id), session_id, "Which database")
