@@ -31,7 +31,7 @@ const MAX_SESSIONS = 1_000;
 /** Turns one commit may recover (the engine remembers the newest 64 committed keys). */
 export const MAX_RECOVERED_TURNS = 32;
 
-type SessionRecord = { acknowledged?: string; transcript?: HostMessage[] };
+type SessionRecord = { acknowledged?: string; transcript?: HostMessage[]; prompt?: string };
 
 /** A turn the host handled without the engine, as found in its transcript (its run's id). */
 export type MissedTurn = { runId: string; messages: HostMessage[] };
@@ -67,9 +67,18 @@ export function runOfCommit(admission: Record<string, unknown>, messages: HostMe
   return runOfKey(admission.idempotencyKey) ?? messages.map(turnOpenedBy).find((id) => id !== undefined);
 }
 
-/** The host's transcript as `assemble` got it, less the messages the engine put there. */
-export function rememberTranscript(sessionId: string, messages: HostMessage[]): void {
-  record(sessionId).transcript = messages.filter((m) => !isEngineMade(m));
+/** The host's transcript as `assemble` got it, less the messages the engine put there, and
+ * the prompt of the turn in progress (when the call has one). */
+export function rememberTranscript(sessionId: string, messages: HostMessage[], prompt?: string): void {
+  const found = record(sessionId);
+  found.transcript = messages.filter((m) => !isEngineMade(m));
+  if (prompt) found.prompt = prompt;
+}
+
+/** What `assemble` last saw of a session in this process (nothing when it saw none). */
+export function transcriptOf(sessionId: string | undefined): { messages: HostMessage[]; prompt: string } {
+  const found = sessionId === undefined ? undefined : records().get(sessionId);
+  return { messages: found?.transcript ?? [], prompt: found?.prompt ?? "" };
 }
 
 export function acknowledge(sessionId: string, runId: string): void {

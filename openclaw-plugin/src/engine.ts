@@ -28,11 +28,19 @@ import { acknowledge, missedTurns, rememberTranscript, runOfCommit } from "./ack
 import { identityFor } from "./identity.js";
 import { type HostMessage, toEngineMessage, toHostMessage } from "./messages.js";
 import { importHostHistory } from "./bootstrap.js";
+import { linkOf, noteAnswer } from "./subagent-links.js";
+import { subagentHooks } from "./subagents.js";
 import { forgetTurn, rememberTurn, TraceScope } from "./tracing.js";
 
 /** Rough size of messages the engine did not count (passthrough): 4 characters per token. */
 export function roughTokens(messages: HostMessage[]): number {
   return Math.ceil(JSON.stringify(messages).length / 4);
+}
+
+/** `systemPromptAddition` of the given parts (none when all are empty). */
+function withAddition(...parts: (string | undefined)[]): { systemPromptAddition?: string } {
+  const text = parts.filter((p) => p).join("\n\n");
+  return text ? { systemPromptAddition: text } : {};
 }
 
 function describe(error: unknown): string {
@@ -56,7 +64,8 @@ export function createEngine(config: PluginConfig, log: Logger): ContextEngine {
 
   async function assemble(params: AssembleParams): Promise<AssembleResult> {
     const scope = turnScope(params.sessionId, params.sessionKey);
-    rememberTranscript(params.sessionId, params.messages);
+    rememberTranscript(params.sessionId, params.messages, params.prompt);
+    const parentContext = linkOf(params.sessionKey)?.packet;
     try {
       const response = await unary(
         clients.assembly,
@@ -75,11 +84,11 @@ export function createEngine(config: PluginConfig, log: Logger): ContextEngine {
       return {
         messages: response.messages.map(toHostMessage),
         estimatedTokens: response.estimatedTokens,
-        ...(response.systemPromptAddition ? { systemPromptAddition: response.systemPromptAddition } : {}),
+        ...withAddition(response.systemPromptAddition, parentContext),
       };
     } catch (error) {
       log.warn(`[${PLUGIN_ID}] assemble passthrough (engine unavailable: ${describe(error)})`);
-      return { messages: params.messages, estimatedTokens: roughTokens(params.messages) };
+      return { messages: params.messages, estimatedTokens: roughTokens(params.messages), ...withAddition(parentContext) };
     }
   }
 
@@ -136,6 +145,7 @@ export function createEngine(config: PluginConfig, log: Logger): ContextEngine {
   async function commitTurn(params: CommitTurnParams): Promise<{ status: "committed" | "duplicate" }> {
     const scope = turnScope(params.sessionId, params.sessionKey);
     const run = runOfCommit(params.admission ?? {}, params.messages);
+    noteAnswer(params.sessionKey, params.messages);
     try {
       await commitMissedTurns(params, run, scope);
       const duplicate = await commitOne(
@@ -208,6 +218,14 @@ export function createEngine(config: PluginConfig, log: Logger): ContextEngine {
     return response.ingestedCount;
   }
 
+  const subagents = subagentHooks(
+    config,
+    clients,
+    log,
+    (sessionId, sessionKey, messages) => ingestMessages(sessionId, sessionKey, messages, false, false),
+    turnScope,
+  );
+
   return {
     info: {
       id: PLUGIN_ID,
@@ -237,6 +255,7 @@ export function createEngine(config: PluginConfig, log: Logger): ContextEngine {
     assemble,
     commitTurn,
     compact,
+    ...subagents,
     async dispose() {
       if (turn === undefined) return;
       const ending = turn;

@@ -45,3 +45,61 @@ async def drive(config: dict[str, Any], turns: list[Turn]) -> list[Any]:
     results = json.loads(out)
     assert isinstance(results, list)
     return results
+
+
+class HostTurns:
+    """One OpenClaw session's turns, shaped as the host passes them (runs, anchors, messages)."""
+
+    def __init__(self, session_id: str, session_key: str) -> None:
+        self.session_id = session_id
+        self.session_key = session_key
+        self.transcript: list[dict[str, Any]] = []
+        self.commits: dict[str, dict[str, Any]] = {}
+        self.clock = 1_796_518_202_036
+
+    def run(self, name: str, text: str, answer: str = "") -> str:
+        """The turn `name` ran (user message and answer now in the transcript); its commit params."""
+        self.clock += 1000
+        where = {"agentId": "main", "sessionId": self.session_id, "sessionKey": self.session_key}
+        position = len(self.transcript)
+        messages = [
+            {"role": "user", "content": text, "timestamp": self.clock, "idempotencyKey": f"run-{name}:user"},
+            {
+                "role": "assistant",
+                "content": [{"type": "text", "text": answer or f"Stand-in answer to {name}."}],
+                "api": "openai-completions",
+                "provider": "local",
+                "model": "m",
+                "stopReason": "stop",
+                "timestamp": self.clock + 500,
+            },
+        ]
+        self.transcript.extend(messages)
+        self.commits[name] = {
+            "advancementKey": f"lt-{name}",
+            "admission": {
+                **where,
+                "entryId": f"entry-{name}-user",
+                "activeMessagePosition": position,
+                "idempotencyKey": f"run-{name}:user",
+                "logicalTurnId": f"lt-{name}",
+                "role": "user",
+            },
+            "terminal": {**where, "entryId": f"entry-{name}-answer", "activeMessagePosition": position + 1},
+            "messages": messages,
+            "sessionId": self.session_id,
+            "sessionKey": self.session_key,
+        }
+        return name
+
+    def assemble(self, prompt: str = "-") -> Call:
+        return call(
+            "assemble",
+            sessionId=self.session_id,
+            sessionKey=self.session_key,
+            messages=list(self.transcript),
+            prompt=prompt,
+        )
+
+    def commit(self, name: str) -> Call:
+        return call("commitTurn", **self.commits[name])

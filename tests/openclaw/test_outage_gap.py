@@ -11,15 +11,11 @@ none of them in the transcript, and stored 3 of the 4.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Any
-
 import pytest
 
-from shared.config import load_settings
 from shared.localstack.processes import free_port
-from shared.runtime.main import ServiceHost, start_host
-from tests.openclaw.plugin_driver import call, drive
+from shared.runtime.main import ServiceHost
+from tests.openclaw.plugin_driver import HostTurns, drive
 from tests.openclaw.scenarios import OUTAGE_MARKERS, assert_outage_stored, stored_turns
 from tests.support.stack import OpenVikingEndpoint
 
@@ -29,82 +25,13 @@ SESSION_KEY = "agent:main:outage-gap"
 FIRST = "Which database did we decide on for the billing service?"
 
 
-@pytest.fixture
-async def engine_host(openviking: OpenVikingEndpoint) -> AsyncIterator[ServiceHost]:
-    settings = load_settings(
-        environ={}, overrides={"baseUrl": openviking.base_url, "shutdownGraceSeconds": 1}
-    )
-    host = await start_host(settings, "all", port=0)
-    try:
-        yield host
-    finally:
-        await host.stop()
-
-
-class HostTurns:
-    """One OpenClaw session's turns, shaped as the host passes them (runs, anchors, messages)."""
-
-    def __init__(self, session_id: str) -> None:
-        self.session_id = session_id
-        self.transcript: list[dict[str, Any]] = []
-        self.commits: dict[str, dict[str, Any]] = {}
-        self.clock = 1_796_518_202_036
-
-    def run(self, name: str, text: str) -> str:
-        """The turn `name` ran (user message and answer now in the transcript); its commit params."""
-        self.clock += 1000
-        where = {"agentId": "main", "sessionId": self.session_id, "sessionKey": SESSION_KEY}
-        position = len(self.transcript)
-        messages = [
-            {"role": "user", "content": text, "timestamp": self.clock, "idempotencyKey": f"run-{name}:user"},
-            {
-                "role": "assistant",
-                "content": [{"type": "text", "text": f"Stand-in answer to {name}."}],
-                "api": "openai-completions",
-                "provider": "local",
-                "model": "m",
-                "stopReason": "stop",
-                "timestamp": self.clock + 500,
-            },
-        ]
-        self.transcript.extend(messages)
-        self.commits[name] = {
-            "advancementKey": f"lt-{name}",
-            "admission": {
-                **where,
-                "entryId": f"entry-{name}-user",
-                "activeMessagePosition": position,
-                "idempotencyKey": f"run-{name}:user",
-                "logicalTurnId": f"lt-{name}",
-                "role": "user",
-            },
-            "terminal": {**where, "entryId": f"entry-{name}-answer", "activeMessagePosition": position + 1},
-            "messages": messages,
-            "sessionId": self.session_id,
-            "sessionKey": SESSION_KEY,
-        }
-        return name
-
-    def assemble(self) -> dict[str, Any]:
-        return call(
-            "assemble",
-            sessionId=self.session_id,
-            sessionKey=SESSION_KEY,
-            messages=list(self.transcript),
-            prompt="-",
-        )
-
-    def commit(self, name: str) -> dict[str, Any]:
-        return call("commitTurn", **self.commits[name])
-
-
 async def test_a_turn_the_host_ran_without_the_engine_is_stored_after_the_outage(
-    engine_host: ServiceHost, openviking: OpenVikingEndpoint
+    engine_in_process: ServiceHost, openviking: OpenVikingEndpoint
 ) -> None:
     session_id = f"outage-gap-{free_port()}"
-    up = {"agentId": "main", "engine": {"target": engine_host.address}}
+    up = {"agentId": "main", "engine": {"target": engine_in_process.address}}
     down = {"agentId": "main", "engine": {"target": f"127.0.0.1:{free_port()}", "commitTurnDeadlineMs": 300}}
-    host = HostTurns(session_id)
+    host = HostTurns(session_id, SESSION_KEY)
 
     b1 = [host.assemble()]
     host.run("b1", FIRST)
