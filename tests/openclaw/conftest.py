@@ -65,8 +65,16 @@ def engine(openviking: OpenVikingEndpoint, receiver: OtlpReceiver, workdir: Path
 
 @pytest.fixture(scope="module")
 def openclaw(
-    toolchain: Toolchain, engine: EngineProcess, model: StandinLlm, receiver: OtlpReceiver, workdir: Path
+    request: pytest.FixtureRequest,
+    *,
+    toolchain: Toolchain,
+    engine: EngineProcess,
+    model: StandinLlm,
+    receiver: OtlpReceiver,
+    workdir: Path,
 ) -> Iterator[OpenClawHost]:
+    """The host, plugin installed, Gateway running; a test module's `BEFORE_GATEWAY(host)` runs
+    first (e.g. embedded turns, which the host refuses while a Gateway runs)."""
     host = OpenClawHost(
         toolchain,
         workdir / "openclaw",
@@ -80,6 +88,7 @@ def openclaw(
         extra_env={"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, "OTEL_SERVICE_NAME": "openclaw"},
     )
     host.setup()
+    getattr(request.module, "BEFORE_GATEWAY", lambda _host: None)(host)
     try:
         host.start_gateway()
         yield host
