@@ -28,7 +28,7 @@ import { acknowledge, missedTurns, rememberTranscript, runOfCommit } from "./ack
 import { identityFor } from "./identity.js";
 import { type HostMessage, toEngineMessage, toHostMessage } from "./messages.js";
 import { importHostHistory } from "./bootstrap.js";
-import { linkOf, noteAnswer } from "./subagent-links.js";
+import { linkOf, noteAnswer, noteSession } from "./subagent-links.js";
 import { subagentHooks } from "./subagents.js";
 import { forgetTurn, rememberTurn, TraceScope } from "./tracing.js";
 
@@ -65,6 +65,7 @@ export function createEngine(config: PluginConfig, log: Logger): ContextEngine {
   async function assemble(params: AssembleParams): Promise<AssembleResult> {
     const scope = turnScope(params.sessionId, params.sessionKey);
     rememberTranscript(params.sessionId, params.messages, params.prompt);
+    noteSession(params.sessionKey, params.sessionId);
     const parentContext = linkOf(params.sessionKey)?.packet;
     try {
       const response = await unary(

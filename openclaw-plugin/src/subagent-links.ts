@@ -9,7 +9,8 @@
 import type { HostMessage } from "./messages.js";
 
 const LINKS_KEY = Symbol.for("viking-context-engine.subagent-links");
-/** Links remembered per process (oldest dropped first). */
+const SESSIONS_KEY = Symbol.for("viking-context-engine.session-ids");
+/** Links (and session ids) remembered per process (oldest dropped first). */
 const MAX_LINKS = 1_000;
 /** Nesting followed to find a subagent's owner (a child of a child ...). */
 const MAX_DEPTH = 16;
@@ -23,17 +24,34 @@ export type SubagentLink = {
   answer?: string;
 };
 
-function links(): Map<string, SubagentLink> {
-  const holder = globalThis as typeof globalThis & { [LINKS_KEY]?: Map<string, SubagentLink> };
-  holder[LINKS_KEY] ??= new Map();
-  return holder[LINKS_KEY];
+function processMap<V>(key: symbol): Map<string, V> {
+  const holder = globalThis as typeof globalThis & Record<symbol, Map<string, V> | undefined>;
+  holder[key] ??= new Map();
+  return holder[key];
+}
+
+const links = () => processMap<SubagentLink>(LINKS_KEY);
+const sessionIds = () => processMap<string>(SESSIONS_KEY);
+
+/** Set `key` last (the maps' order is least recently set first), dropping the oldest past the bound. */
+function put<V>(all: Map<string, V>, key: string, value: V): void {
+  all.delete(key);
+  all.set(key, value);
+  while (all.size > MAX_LINKS) all.delete(all.keys().next().value as string);
 }
 
 export function link(childSessionKey: string, value: SubagentLink): void {
-  const all = links();
-  all.delete(childSessionKey);
-  all.set(childSessionKey, value);
-  while (all.size > MAX_LINKS) all.delete(all.keys().next().value as string);
+  put(links(), childSessionKey, value);
+}
+
+/** Remember a session key's session id: OpenClaw 2026.9.6 spawns an isolated child without the
+ * parent's (`parentSessionId` absent), and ends it with the child's key only. */
+export function noteSession(sessionKey: string | undefined, sessionId: string): void {
+  if (sessionKey !== undefined && sessionIds().get(sessionKey) !== sessionId) put(sessionIds(), sessionKey, sessionId);
+}
+
+export function sessionIdOf(sessionKey: string): string | undefined {
+  return sessionIds().get(sessionKey);
 }
 
 export function linkOf(childSessionKey: string | undefined): SubagentLink | undefined {

@@ -18,7 +18,7 @@ import { PLUGIN_ID, type PluginConfig } from "./config.js";
 import type { Logger, SubagentEndParams, SubagentSpawnParams } from "./host.js";
 import { identityFor } from "./identity.js";
 import { type HostMessage, toEngineMessage, toHostMessage } from "./messages.js";
-import { link, linkOf, textOf, unlink } from "./subagent-links.js";
+import { link, linkOf, sessionIdOf, textOf, unlink } from "./subagent-links.js";
 import type { TraceScope } from "./tracing.js";
 
 /** Tokens of the parent's context the engine assembles for a child. */
@@ -42,6 +42,11 @@ export function renderPacket(parentSessionKey: string, messages: HostMessage[], 
   return `Context from the parent session ${parentSessionKey}, as it stood when this subagent was spawned (background; your task is the prompt):\n${bounded}`;
 }
 
+/** The parent's session id: given by the host, else the one its key last had in this process. */
+function parentSessionIdOf(params: SubagentSpawnParams): string | undefined {
+  return params.parentSessionId ?? sessionIdOf(params.parentSessionKey);
+}
+
 export function subagentHooks(
   config: PluginConfig,
   clients: EngineClients,
@@ -50,20 +55,20 @@ export function subagentHooks(
   scope: (sessionId: string, sessionKey: string) => TraceScope,
 ) {
   async function parentPacket(params: SubagentSpawnParams): Promise<string | undefined> {
-    const parent = transcriptOf(params.parentSessionId);
-    const parentSessionId = params.parentSessionId ?? params.parentSessionKey;
+    const parentSessionId = parentSessionIdOf(params);
+    const parent = transcriptOf(parentSessionId);
     const response = await unary(
       clients.assembly,
       clients.assembly.assemble,
       AssembleRequest.fromPartial({
-        identity: identityFor(config, parentSessionId, params.parentSessionKey),
+        identity: identityFor(config, parentSessionId ?? params.parentSessionKey, params.parentSessionKey),
         messages: parent.messages.map(toEngineMessage),
         tokenBudget: PACKET_TOKENS,
         prompt: parent.prompt,
         overrides: config.overrides,
       }),
       config.deadlines.assembleMs,
-      scope(parentSessionId, params.parentSessionKey).headers(),
+      scope(parentSessionId ?? params.parentSessionKey, params.parentSessionKey).headers(),
     );
     return renderPacket(params.parentSessionKey, response.messages.map(toHostMessage), parent.prompt);
   }
@@ -75,9 +80,10 @@ export function subagentHooks(
     } catch (error) {
       log.warn(`[${PLUGIN_ID}] subagent ${params.childSessionKey} starts without its parent's context: ${describe(error)}`);
     }
+    const parentSessionId = parentSessionIdOf(params);
     link(params.childSessionKey, {
       parentSessionKey: params.parentSessionKey,
-      ...(params.parentSessionId ? { parentSessionId: params.parentSessionId } : {}),
+      ...(parentSessionId ? { parentSessionId } : {}),
       ...(packet ? { packet } : {}),
     });
     return { rollback: () => unlink(params.childSessionKey) };

@@ -41,13 +41,14 @@ async def test_a_subagent_gets_its_parents_context_and_its_result_is_captured_in
     first.append(parent.commit("p1"))
     spawning = [
         parent.assemble(REQUEST),
+        # as 2026.9.6 prepares an isolated child: no session ids, only keys
         call(
             "prepareSubagentSpawn",
             parentSessionKey=PARENT_KEY,
             childSessionKey=CHILD_KEY,
             contextMode="isolated",
-            parentSessionId=parent.session_id,
-            childSessionId=child.session_id,
+            parentSessionFile=PARENT_KEY,
+            childSessionFile=CHILD_KEY,
         ),
     ]
     child_turn = [child.assemble("Check the staging cluster's nodes.")]
