@@ -42,11 +42,6 @@ export function renderPacket(parentSessionKey: string, messages: HostMessage[], 
   return `Context from the parent session ${parentSessionKey}, as it stood when this subagent was spawned (background; your task is the prompt):\n${bounded}`;
 }
 
-/** The parent's session id: given by the host, else the one its key last had in this process. */
-function parentSessionIdOf(params: SubagentSpawnParams): string | undefined {
-  return params.parentSessionId ?? sessionIdOf(params.parentSessionKey);
-}
-
 export function subagentHooks(
   config: PluginConfig,
   clients: EngineClients,
@@ -54,33 +49,34 @@ export function subagentHooks(
   ingest: Ingest,
   scope: (sessionId: string, sessionKey: string) => TraceScope,
 ) {
-  async function parentPacket(params: SubagentSpawnParams): Promise<string | undefined> {
-    const parentSessionId = parentSessionIdOf(params);
-    const parent = transcriptOf(parentSessionId);
+  /** The parent's context for the child; `sessionId` is the parent's, as far as it is known. */
+  async function parentPacket(parentSessionKey: string, sessionId: string | undefined): Promise<string | undefined> {
+    const parent = transcriptOf(sessionId);
     const response = await unary(
       clients.assembly,
       clients.assembly.assemble,
       AssembleRequest.fromPartial({
-        identity: identityFor(config, parentSessionId ?? params.parentSessionKey, params.parentSessionKey),
+        identity: identityFor(config, sessionId ?? parentSessionKey, parentSessionKey),
         messages: parent.messages.map(toEngineMessage),
         tokenBudget: PACKET_TOKENS,
         prompt: parent.prompt,
         overrides: config.overrides,
       }),
       config.deadlines.assembleMs,
-      scope(parentSessionId ?? params.parentSessionKey, params.parentSessionKey).headers(),
+      scope(sessionId ?? parentSessionKey, parentSessionKey).headers(),
     );
-    return renderPacket(params.parentSessionKey, response.messages.map(toHostMessage), parent.prompt);
+    return renderPacket(parentSessionKey, response.messages.map(toHostMessage), parent.prompt);
   }
 
   async function prepareSubagentSpawn(params: SubagentSpawnParams): Promise<{ rollback(): void }> {
+    // OpenClaw 2026.9.6 gives an isolated child's parent no session id: the one its key had here
+    const parentSessionId = params.parentSessionId ?? sessionIdOf(params.parentSessionKey);
     let packet: string | undefined;
     try {
-      packet = await parentPacket(params);
+      packet = await parentPacket(params.parentSessionKey, parentSessionId);
     } catch (error) {
       log.warn(`[${PLUGIN_ID}] subagent ${params.childSessionKey} starts without its parent's context: ${describe(error)}`);
     }
-    const parentSessionId = parentSessionIdOf(params);
     link(params.childSessionKey, {
       parentSessionKey: params.parentSessionKey,
       ...(parentSessionId ? { parentSessionId } : {}),
