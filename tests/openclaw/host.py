@@ -64,15 +64,6 @@ def openclaw_config(model_base_url: str, gateway_port: int, log_file: Path) -> d
     }
 
 
-def _payload(stdout: str) -> dict[str, Any]:
-    """The JSON `openclaw agent --json` printed (after any log lines)."""
-    try:
-        payload = json.loads(stdout[stdout.index("{") :]) if "{" in stdout else {}
-    except json.JSONDecodeError:
-        return {"raw": stdout}
-    return payload if isinstance(payload, dict) else {"raw": stdout}
-
-
 @dataclass
 class AgentReply:
     returncode: int
@@ -220,7 +211,11 @@ class OpenClawHost:
             "--json",
             config=config,
         )
-        return AgentReply(done.returncode, _payload(done.stdout), done.stderr, time.monotonic() - started)
+        try:
+            payload = json.loads(done.stdout[done.stdout.index("{") :]) if "{" in done.stdout else {}
+        except json.JSONDecodeError:
+            payload = {"raw": done.stdout}
+        return AgentReply(done.returncode, payload, done.stderr, time.monotonic() - started)
 
     def agent_without_engine(self, session_key: str, message: str) -> AgentReply:
         """One embedded (`--local`) turn on the host's built-in engine: the same state, a config
