@@ -11,11 +11,15 @@ none of them in the transcript, and stored 3 of the 4.
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
+
 import pytest
 
+from shared.config import load_settings
 from shared.localstack.processes import free_port
-from shared.runtime.main import ServiceHost
-from tests.openclaw.plugin_driver import HostTurns, drive
+from shared.runtime.main import ServiceHost, start_host
+from tests.openclaw.plugin_driver import HostTurns, call, drive
 from tests.openclaw.scenarios import OUTAGE_MARKERS, assert_outage_stored, stored_turns
 from tests.support.stack import OpenVikingEndpoint
 
@@ -51,3 +55,30 @@ async def test_a_turn_the_host_ran_without_the_engine_is_stored_after_the_outage
     assert "error" in results[3] and "error" in results[4], "D2's commit fails while the engine is down"
 
     assert_outage_stored(await stored_turns(openviking, session_id), session_id, "Which database")
+
+
+async def test_the_first_commit_after_the_engine_is_back_reaches_it(
+    openviking: OpenVikingEndpoint, tmp_path: Path
+) -> None:
+    """The host retries a failed commit right after the engine is back (1.8 s after, in a real
+    run). The plugin's channel was then still backing off from its last failed connect, failed
+    the call at once, and the host ran that turn on its built-in engine too."""
+    port = free_port()
+    host = HostTurns(f"reconnect-{port}", "agent:main:reconnect")
+    host.run("r1", "A turn committed while the engine is down, then retried when it is back.")
+    engine_up = tmp_path / "engine-up"
+    config = {"agentId": "main", "engine": {"target": f"127.0.0.1:{port}", "commitTurnDeadlineMs": 8000}}
+    turns = [[host.commit("r1")], [call("waitForFile", path=str(engine_up)), host.commit("r1")]]
+    driving = asyncio.create_task(drive(config, turns))
+    await asyncio.sleep(6)  # failed connects: the channel's backoff reaches its 2 s cap
+    settings = load_settings(
+        environ={}, overrides={"baseUrl": openviking.base_url, "shutdownGraceSeconds": 1}
+    )
+    engine = await start_host(settings, "all", port=port)
+    try:
+        engine_up.touch()
+        results = await driving
+    finally:
+        await engine.stop()
+    assert "error" in results[0], results
+    assert results[2] == {"value": {"status": "committed"}}, results
