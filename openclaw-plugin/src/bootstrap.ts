@@ -14,7 +14,8 @@ const TRANSCRIPT_SDK = "openclaw/plugin-sdk/session-transcript-runtime";
 const MAX_IMPORTED_MESSAGES = 10_000;
 const SEEN_KEY = Symbol.for("viking-context-engine.bootstrapped-sessions");
 
-type Page = { kind: string; events?: { event?: unknown }[] };
+/** A page of `readSessionTranscriptVisibleMessageDelta` (2026.9.1-2026.9.6): visible message entries. */
+type Page = { kind: string; entries?: { message?: unknown }[] };
 type TranscriptSdk = { readSessionTranscriptVisibleMessageDelta?: (params: Record<string, unknown>) => Promise<Page> };
 
 function seen(): Set<string> {
@@ -23,9 +24,8 @@ function seen(): Set<string> {
   return holder[SEEN_KEY];
 }
 
-function messageOf(event: unknown): HostMessage | undefined {
-  const record = event as { message?: unknown } | undefined;
-  const candidate = (record?.message ?? record) as Partial<HostMessage> | undefined;
+function messageOf(entry: { message?: unknown }): HostMessage | undefined {
+  const candidate = entry.message as Partial<HostMessage> | undefined;
   return typeof candidate?.role === "string" ? (candidate as HostMessage) : undefined;
 }
 
@@ -44,7 +44,7 @@ async function readHistory(params: BootstrapParams): Promise<HostMessage[] | str
     maxMessages: MAX_IMPORTED_MESSAGES,
   });
   if (page.kind !== "page") return `the transcript is ${page.kind}`;
-  return (page.events ?? []).map((e) => messageOf(e.event)).filter((m): m is HostMessage => m !== undefined);
+  return (page.entries ?? []).map(messageOf).filter((m): m is HostMessage => m !== undefined);
 }
 
 export async function importHostHistory(

@@ -5,7 +5,7 @@
  * so the cache lives on `globalThis`: every turn and every module instance reuses the same
  * channels (and their connections), which grpc-js reconnects by itself after an outage.
  */
-import { ChannelCredentials, type Client, Metadata, type ServiceError, status } from "@grpc/grpc-js";
+import { ChannelCredentials, type Client, connectivityState, Metadata, type ServiceError, status } from "@grpc/grpc-js";
 
 import { AssemblyServiceClient } from "../gen/contextengine/v1/assembly.js";
 import { CaptureServiceClient } from "../gen/contextengine/v1/capture.js";
@@ -23,6 +23,14 @@ const CHANNEL_OPTIONS = {
   "grpc.initial_reconnect_backoff_ms": 200,
   "grpc.max_reconnect_backoff_ms": 2_000,
 };
+/**
+ * Longest a call waits for a channel that is backing off after a failed connect: over the
+ * backoff cap plus its 20 % jitter, so the channel's next attempt falls inside it. A channel in
+ * that state fails calls at once, so the first call after the engine came back failed until the
+ * next attempt (seen on the real host: the turn after an outage retried its commit 1.8 s after
+ * the engine was up, failed, and ran on the host's built-in engine).
+ */
+const RECONNECT_WAIT_MS = 2_500;
 
 type Constructor<C> = new (target: string, credentials: ChannelCredentials, options: object) => C;
 type Cache = Map<string, Client>;
@@ -73,24 +81,34 @@ type UnaryMethod<Req, Res> = (
   callback: (error: ServiceError | null, response: Res) => void,
 ) => unknown;
 
+/** Resolves at once unless the client's channel is backing off from a failed connect; then once
+ * it is ready, or after `RECONNECT_WAIT_MS` (the engine is still down), or at `deadline`. */
+function reconnected(client: Client, deadline: number): Promise<void> {
+  if (client.getChannel().getConnectivityState(true) !== connectivityState.TRANSIENT_FAILURE) return Promise.resolve();
+  return new Promise((resolve) => client.waitForReady(Math.min(deadline, Date.now() + RECONNECT_WAIT_MS), () => resolve()));
+}
+
 /**
- * One unary call with a deadline and the given metadata entries (e.g. `traceparent`).
+ * One unary call with a deadline and the given metadata entries (e.g. `traceparent`); the
+ * deadline covers waiting for a reconnecting channel (`RECONNECT_WAIT_MS`) too.
  *
  * The metadata is built with the grpc-js instance that made the client: OpenClaw may load this
  * module (and so grpc-js) more than once, and grpc-js rejects another instance's `Metadata`.
  */
-export function unary<C extends Client, Req, Res>(
+export async function unary<C extends Client, Req, Res>(
   client: C,
   method: UnaryMethod<Req, Res>,
   request: Req,
   deadlineMs: number,
   headers: Record<string, string>,
 ): Promise<Res> {
+  const deadline = Date.now() + deadlineMs;
+  await reconnected(client, deadline);
   const MetadataClass = (client as unknown as { [METADATA_CLASS]?: typeof Metadata })[METADATA_CLASS] ?? Metadata;
   const metadata = new MetadataClass();
   for (const [key, value] of Object.entries(headers)) metadata.set(key, value);
   return new Promise((resolve, reject) => {
-    method.call(client, request, metadata, { deadline: new Date(Date.now() + deadlineMs) }, (error, response) =>
+    method.call(client, request, metadata, { deadline: new Date(deadline) }, (error, response) =>
       error ? reject(error) : resolve(response),
     );
   });

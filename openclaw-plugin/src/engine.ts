@@ -24,15 +24,23 @@ import type {
   Logger,
   TurnAnchor,
 } from "./host.js";
-import { acknowledge, missedTurns, rememberTranscript } from "./acknowledged.js";
+import { acknowledge, missedTurns, rememberTranscript, runOfCommit } from "./acknowledged.js";
 import { identityFor } from "./identity.js";
 import { type HostMessage, toEngineMessage, toHostMessage } from "./messages.js";
 import { importHostHistory } from "./bootstrap.js";
+import { linkOf, noteAnswer, noteSession } from "./subagent-links.js";
+import { subagentHooks } from "./subagents.js";
 import { forgetTurn, rememberTurn, TraceScope } from "./tracing.js";
 
 /** Rough size of messages the engine did not count (passthrough): 4 characters per token. */
 export function roughTokens(messages: HostMessage[]): number {
   return Math.ceil(JSON.stringify(messages).length / 4);
+}
+
+/** `systemPromptAddition` of the given parts (none when all are empty). */
+function withAddition(...parts: (string | undefined)[]): { systemPromptAddition?: string } {
+  const text = parts.filter((p) => p).join("\n\n");
+  return text ? { systemPromptAddition: text } : {};
 }
 
 function describe(error: unknown): string {
@@ -56,7 +64,9 @@ export function createEngine(config: PluginConfig, log: Logger): ContextEngine {
 
   async function assemble(params: AssembleParams): Promise<AssembleResult> {
     const scope = turnScope(params.sessionId, params.sessionKey);
-    rememberTranscript(params.sessionId, params.messages);
+    rememberTranscript(params.sessionId, params.messages, params.prompt);
+    noteSession(params.sessionKey, params.sessionId);
+    const parentContext = linkOf(params.sessionKey)?.packet;
     try {
       const response = await unary(
         clients.assembly,
@@ -75,11 +85,11 @@ export function createEngine(config: PluginConfig, log: Logger): ContextEngine {
       return {
         messages: response.messages.map(toHostMessage),
         estimatedTokens: response.estimatedTokens,
-        ...(response.systemPromptAddition ? { systemPromptAddition: response.systemPromptAddition } : {}),
+        ...withAddition(response.systemPromptAddition, parentContext),
       };
     } catch (error) {
       log.warn(`[${PLUGIN_ID}] assemble passthrough (engine unavailable: ${describe(error)})`);
-      return { messages: params.messages, estimatedTokens: roughTokens(params.messages) };
+      return { messages: params.messages, estimatedTokens: roughTokens(params.messages), ...withAddition(parentContext) };
     }
   }
 
@@ -111,39 +121,40 @@ export function createEngine(config: PluginConfig, log: Logger): ContextEngine {
 
   /**
    * The turns the host ran on its own engine since the last one acknowledged (see
-   * `acknowledged.ts`), each under its own key, before this one: the stream stays in order.
+   * `acknowledged.ts`), each under its run's id, before this one: the stream stays in order.
    * Their anchors are the host's own ids; the host kept no entry positions for them here.
    */
-  async function commitMissedTurns(params: CommitTurnParams, current: string, scope: TraceScope): Promise<void> {
+  async function commitMissedTurns(params: CommitTurnParams, run: string | undefined, scope: TraceScope): Promise<void> {
     const where = { agentId: params.admission?.agentId, sessionId: params.sessionId, sessionKey: params.sessionKey ?? "" };
-    for (const missed of missedTurns(params.sessionId, current)) {
+    for (const missed of missedTurns(params.sessionId, run)) {
       const first = missed.messages[0];
       await commitOne(
         params,
         {
-          key: missed.logicalTurnId,
+          key: missed.runId,
           messages: missed.messages,
-          admission: { ...where, logicalTurnId: missed.logicalTurnId, role: "user", idempotencyKey: first?.idempotencyKey, recovered: true },
+          admission: { ...where, logicalTurnId: missed.runId, role: "user", idempotencyKey: first?.idempotencyKey, recovered: true },
           terminal: { ...where, recovered: true },
         },
         scope,
       );
-      acknowledge(params.sessionId, missed.logicalTurnId);
-      log.info(`[${PLUGIN_ID}] stored turn ${missed.logicalTurnId}, which the host ran without the engine`);
+      acknowledge(params.sessionId, missed.runId);
+      log.info(`[${PLUGIN_ID}] stored run ${missed.runId}, which the host ran without the engine`);
     }
   }
 
   async function commitTurn(params: CommitTurnParams): Promise<{ status: "committed" | "duplicate" }> {
     const scope = turnScope(params.sessionId, params.sessionKey);
-    const current = String(params.admission?.logicalTurnId ?? params.advancementKey);
+    const run = runOfCommit(params.admission ?? {}, params.messages);
+    noteAnswer(params.sessionKey, params.messages);
     try {
-      await commitMissedTurns(params, current, scope);
+      await commitMissedTurns(params, run, scope);
       const duplicate = await commitOne(
         params,
         { key: params.advancementKey, messages: params.messages, admission: params.admission ?? {}, terminal: params.terminal ?? {} },
         scope,
       );
-      acknowledge(params.sessionId, current);
+      if (run !== undefined) acknowledge(params.sessionId, run);
       return { status: duplicate ? "duplicate" : "committed" };
     } catch (error) {
       scope.fail(error);
@@ -208,6 +219,14 @@ export function createEngine(config: PluginConfig, log: Logger): ContextEngine {
     return response.ingestedCount;
   }
 
+  const subagents = subagentHooks(
+    config,
+    clients,
+    log,
+    (sessionId, sessionKey, messages) => ingestMessages(sessionId, sessionKey, messages, false, false),
+    turnScope,
+  );
+
   return {
     info: {
       id: PLUGIN_ID,
@@ -237,6 +256,7 @@ export function createEngine(config: PluginConfig, log: Logger): ContextEngine {
     assemble,
     commitTurn,
     compact,
+    ...subagents,
     async dispose() {
       if (turn === undefined) return;
       const ending = turn;

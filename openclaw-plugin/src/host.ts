@@ -79,6 +79,19 @@ export type CompactResult = {
   result?: { summary?: string; tokensBefore: number; tokensAfter?: number; details?: unknown };
 };
 
+/** `prepareSubagentSpawn`'s params (openclaw@2026.9.6). */
+export type SubagentSpawnParams = {
+  parentSessionKey: string;
+  childSessionKey: string;
+  contextMode?: "isolated" | "fork";
+  parentSessionId?: string;
+  childSessionId?: string;
+  ttlMs?: number;
+};
+
+/** `onSubagentEnded`'s params (`reason`: "deleted" | "completed" | "swept" | "released"). */
+export type SubagentEndParams = { childSessionKey: string; reason: string };
+
 export type MaintenanceResult = { changed: boolean; bytesFreed: number; rewrittenEntries: number; reason?: string };
 
 export type ContextEngine = {
@@ -97,6 +110,8 @@ export type ContextEngine = {
   assemble(params: AssembleParams): Promise<AssembleResult>;
   commitTurn(params: CommitTurnParams): Promise<{ status: "committed" | "duplicate" }>;
   compact(params: CompactParams): Promise<CompactResult>;
+  prepareSubagentSpawn(params: SubagentSpawnParams): Promise<{ rollback(): void }>;
+  onSubagentEnded(params: SubagentEndParams): Promise<void>;
   dispose(): Promise<void>;
 };
 

@@ -170,6 +170,11 @@ function engineDefaults(role: string, message: ConversationMessage, blocks: Host
   };
 }
 
+/** Whether a host message is one the engine added (auto recall, summaries), not the host's. */
+export function isEngineMade(message: HostMessage): boolean {
+  return ENGINE_INJECTED in message;
+}
+
 /** The engine's ConversationMessage back as the OpenClaw message it came from (or a new one). */
 export function toHostMessage(message: ConversationMessage): HostMessage {
   const raw = message.hostFields?.json;

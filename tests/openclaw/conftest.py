@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
+from shared.config import load_settings
+from shared.runtime.main import ServiceHost, start_host
 from tests.openclaw.engine_process import EngineProcess
 from tests.openclaw.host import RECALL_LIMIT, OpenClawHost
 from tests.openclaw.toolchain import OPENCLAW_VERSION, Toolchain, build_plugin, install_toolchain
@@ -63,8 +65,16 @@ def engine(openviking: OpenVikingEndpoint, receiver: OtlpReceiver, workdir: Path
 
 @pytest.fixture(scope="module")
 def openclaw(
-    toolchain: Toolchain, engine: EngineProcess, model: StandinLlm, receiver: OtlpReceiver, workdir: Path
+    request: pytest.FixtureRequest,
+    *,
+    toolchain: Toolchain,
+    engine: EngineProcess,
+    model: StandinLlm,
+    receiver: OtlpReceiver,
+    workdir: Path,
 ) -> Iterator[OpenClawHost]:
+    """The host, plugin installed, Gateway running; a test module's `BEFORE_GATEWAY(host)` runs
+    first (e.g. embedded turns, which the host refuses while a Gateway runs)."""
     host = OpenClawHost(
         toolchain,
         workdir / "openclaw",
@@ -78,8 +88,22 @@ def openclaw(
         extra_env={"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint, "OTEL_SERVICE_NAME": "openclaw"},
     )
     host.setup()
+    getattr(request.module, "BEFORE_GATEWAY", lambda _host: None)(host)
     try:
         host.start_gateway()
         yield host
     finally:
         host.stop_gateway()
+
+
+@pytest.fixture
+async def engine_in_process(openviking: OpenVikingEndpoint) -> AsyncIterator[ServiceHost]:
+    """The engine's three services in this process (for the plugin driven from Node)."""
+    settings = load_settings(
+        environ={}, overrides={"baseUrl": openviking.base_url, "shutdownGraceSeconds": 1}
+    )
+    host = await start_host(settings, "all", port=0)
+    try:
+        yield host
+    finally:
+        await host.stop()

@@ -110,11 +110,15 @@ class OpenClawHost:
             **self.extra_env,
         }
 
-    def run(self, *args: str, timeout: float = TURN_SECONDS) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, *args: str, timeout: float = TURN_SECONDS, config: Path | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """One `openclaw` command (with another config file than the host's when given)."""
+        env = self.env() if config is None else {**self.env(), "OPENCLAW_CONFIG_PATH": str(config)}
         return subprocess.run(
             [str(self.toolchain.node), str(self.toolchain.openclaw), *args],
             check=False,
-            env=self.env(),
+            env=env,
             cwd=self.root,
             capture_output=True,
             text=True,
@@ -193,16 +197,34 @@ class OpenClawHost:
         with contextlib.suppress(ProcessLookupError):  # workers the Gateway left behind in its group
             os.killpg(self.gateway.pid, signal.SIGKILL)
 
-    def agent(self, session_key: str, message: str) -> AgentReply:
+    def agent(self, session_key: str, message: str, *flags: str, config: Path | None = None) -> AgentReply:
         started = time.monotonic()
         done = self.run(
-            "agent", "--agent", "main", "--session-key", session_key, "--message", message, "--json"
+            "agent",
+            *flags,
+            "--agent",
+            "main",
+            "--session-key",
+            session_key,
+            "--message",
+            message,
+            "--json",
+            config=config,
         )
         try:
             payload = json.loads(done.stdout[done.stdout.index("{") :]) if "{" in done.stdout else {}
         except json.JSONDecodeError:
             payload = {"raw": done.stdout}
         return AgentReply(done.returncode, payload, done.stderr, time.monotonic() - started)
+
+    def agent_without_engine(self, session_key: str, message: str) -> AgentReply:
+        """One embedded (`--local`) turn on the host's built-in engine: the same state, a config
+        whose context-engine slot is `legacy` (a session with history from before the plugin)."""
+        config = json.loads(self.config_path.read_text())
+        config["plugins"]["slots"]["contextEngine"] = "legacy"
+        legacy_config = self.root / "legacy-openclaw.json"
+        legacy_config.write_text(json.dumps(config, indent=2))
+        return self.agent(session_key, message, "--local", config=legacy_config)
 
     def compact(self, session_key: str) -> subprocess.CompletedProcess[str]:
         return self.run("sessions", "compact", session_key, "--json")

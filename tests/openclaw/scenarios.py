@@ -65,20 +65,20 @@ def user_texts_by_turn(rows: list[tuple[dict[str, Any], Any]]) -> list[str]:
     ]
 
 
-def identity(session_id: str) -> common_pb2.Identity:
-    return common_pb2.Identity(
-        account_id="default", user_id="default", agent_id="main", session_id=session_id
-    )
+def identity(session_id: str, user: str = "default") -> common_pb2.Identity:
+    return common_pb2.Identity(account_id="default", user_id=user, agent_id="main", session_id=session_id)
 
 
-def parsed(session_id: str) -> RequestIdentity:
-    return parse_identity(identity(session_id), default_agent_id="main", session_required=True)
+def parsed(session_id: str, user: str = "default") -> RequestIdentity:
+    return parse_identity(identity(session_id, user), default_agent_id="main", session_required=True)
 
 
-async def stored_turns(openviking: OpenVikingEndpoint, session_id: str) -> list[tuple[dict[str, Any], Any]]:
+async def stored_turns(
+    openviking: OpenVikingEndpoint, session_id: str, user: str = "default"
+) -> list[tuple[dict[str, Any], Any]]:
     """(provenance, persisted turn) of every message of the stream, every generation, archived or live."""
     settings = load_settings(environ={}, overrides={"baseUrl": openviking.base_url})
-    who = parsed(session_id)
+    who = parsed(session_id, user)
     async with build_openviking_client(settings) as ov:
         state = await settled_stream_state(StreamStateStore(DocumentStore(ov)), who)
         rows = []

@@ -1,14 +1,12 @@
-"""The oldest OpenClaw release, 2026.9.1, has the context-engine contract the plugin needs
-(`commitTurn`, turn fencing): whether it runs the plugin the same way as the newest. A fact
-stored in one session is to be recalled in another as one `memory_recall_auto` pair per model
-request, and the outage sequence (engine down for D2 and D3, back for D4) to store every turn
-once, in order. The newest host's run covers the rest (`test_openclaw_e2e`); this one is kept to
-what a compatibility claim needs, to bound the suite's time.
+"""The oldest OpenClaw release the plugin claims (`peerDependencies`), 2026.9.5, runs it the
+same way as the newest: a fact stored in one session is recalled in another as one
+`memory_recall_auto` pair per model request, and the outage sequence (engine down for D2 and
+D3, back for D4) stores every turn once, in order. The newest host's run covers the rest
+(`test_openclaw_e2e`); this one is kept to what a compatibility claim needs, to bound the
+suite's time.
 
-Not yet claimed (`peerDependencies` says >= 2026.9.6): in the two runs here the memory was
-stored and recallable through RecallMemories, but no `memory_recall_auto` pair reached the
-model in the next session's request; the cause (a host difference in what it keeps of the
-assembled messages, or the assemble deadline on a loaded machine) is not found yet.
+Why not older: 2026.9.1, 2026.9.3 and 2026.9.4 (run with this test; 2026.9.2 not tried) call
+`assemble` and get the recall pair back, but it is not in the model's request.
 """
 
 from __future__ import annotations
@@ -37,10 +35,7 @@ from tests.openclaw.toolchain import OLDEST_OPENCLAW_VERSION
 from tests.support.stack import OpenVikingEndpoint
 from tests.support.standin_llm import StandinLlm
 
-pytestmark = [
-    pytest.mark.stack,
-    pytest.mark.xfail(reason="2026.9.1: no auto recall pair reached the model (see the docstring)"),
-]
+pytestmark = pytest.mark.stack
 
 OPENCLAW_HOST_VERSION = OLDEST_OPENCLAW_VERSION
 FACT = "Fact: the staging cluster runs in eu-west-3"

