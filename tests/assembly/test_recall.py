@@ -6,7 +6,8 @@ from collections.abc import AsyncIterator
 import pytest
 from contextengine.v1 import packet_pb2
 
-from services.assembly.candidates import Candidate, agent_tag, category_of, merge_candidates
+from services.assembly.candidates import Candidate, agent_tag, category_of, merge_candidates, turn_candidate
+from services.assembly.exchange_focus import folded_terms
 from services.assembly.memory_rules import (
     query_tokens,
     rank_score,
@@ -17,10 +18,12 @@ from services.assembly.recall import (
     TURN_CANDIDATES,
     RecallConfig,
     RecalledItem,
+    content_of,
     fit_token_budget,
     recall_memories,
 )
 from services.assembly.recall_json import item_piece
+from shared.config import Settings
 from shared.domain.memory_scope import AGENT, agent_key, scope_tags
 from shared.openviking import DevAuth, OpenVikingClient, RetryPolicy
 from shared.tokens import TokenCounter
@@ -229,3 +232,22 @@ async def test_recall_degrades_per_pass_and_on_timeout() -> None:
             assert time.monotonic() - started < 0.5
     assert outcome.items == [] and len(outcome.degraded_reasons) == 2
     assert all("timed out" in r for r in outcome.degraded_reasons), outcome.degraded_reasons
+
+
+@pytest.mark.parametrize(
+    ("budget", "focused"), [(0, True), (1000, True), (4000, True), (8000, False), (64000, False)]
+)
+def test_recalled_exchanges_are_focused_while_room_is_short_and_whole_once_it_is_not(
+    budget: int, focused: bool
+) -> None:
+    config = RecallConfig.from_settings(Settings(), budget=budget)
+    assert config.focus_exchanges is focused
+    exchange = turn_candidate(
+        "viking://user/u/memories/ce-turns/s/0000001.md",
+        "[2026-03-04 14:05] user: Which instrument should I learn?\n"
+        "[2026-03-04 14:06] assistant: I bought a secondhand ukulele last week.",
+        0.7,
+    )
+    shown = content_of(exchange, config, folded_terms(["instrument"]))
+    assert ("ukulele" in shown) is not focused
+    assert "Which instrument should I learn?" in shown
