@@ -244,10 +244,10 @@ def test_recalled_exchanges_are_focused_while_room_is_short_and_whole_once_it_is
     assert config.focus_exchanges is focused
     exchange = turn_candidate(
         "viking://user/u/memories/ce-turns/s/0000001.md",
-        "[2026-03-04 14:05] user: Which instrument should I learn?\n"
-        "[2026-03-04 14:06] assistant: I bought a secondhand ukulele last week.",
+        "[2026-03-04 14:05] user: I finally picked an instrument: a secondhand ukulele from the market.\n"
+        "[2026-03-04 14:06] assistant: Ha, lovely!",
         0.7,
     )
     shown = content_of(exchange, config, folded_terms(["instrument"]))
-    assert ("ukulele" in shown) is not focused
-    assert "Which instrument should I learn?" in shown
+    assert ("lovely" in shown) is not focused
+    assert "secondhand ukulele" in shown
