@@ -70,7 +70,7 @@ def recall_share(configured: float, query: RecallQuery) -> float:
     *Departs from the original design's fixed recent window on measured grounds* (the recall
     issue): on the hard recall tier's continuing session (standalone questions at the end of a
     session), 0.75 let the window take ~200 of 1,000 tokens and evidence recall was 78.0 % at 1k,
-    0.9 gives 82.6 % (the same at 4k-8k, 91.7 -> 92.7 % at 2k); 1.0, no window at all, lost 3-4
+    0.9 gives 82.6 % (the same at 2k-8k within a point); 1.0, no window at all, lost 3-4
     points at 2k-8k (the window shows the session's own turns more cheaply than recall does)."""
     return min(configured, FOLLOW_UP_RECALL_SHARE) if query.leans_on_earlier else configured
 

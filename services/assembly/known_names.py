@@ -63,8 +63,9 @@ def without_words(query: str, unknown: frozenset[str]) -> RefinedQuery:
     unchanged when that would leave no word token at all."""
     if not unknown:
         return RefinedQuery(query)
-    kept = [w for w in _WORD.findall(query) if not (set(tokens(w)) & unknown)]
-    if not any(tokens(w) for w in kept):
+    words = [(w, frozenset(tokens(w))) for w in _WORD.findall(query)]
+    kept = [(w, said) for w, said in words if not said & unknown]
+    if not any(said for _, said in kept):
         return RefinedQuery(query)
-    dropped = {t for w in _WORD.findall(query) for t in tokens(w)} & unknown
-    return RefinedQuery(" ".join(kept), tuple(sorted(dropped)))
+    dropped = frozenset().union(*(said for _, said in words)) & unknown
+    return RefinedQuery(" ".join(w for w, _ in kept), tuple(sorted(dropped)))

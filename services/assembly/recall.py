@@ -196,9 +196,9 @@ async def bounded(aw: Awaitable[T], deadline: float) -> T:
 
 def content_of(candidate: Candidate, config: RecallConfig, terms: frozenset[str] = frozenset()) -> str:
     """What the model is shown: an exchange's messages that say what was asked (`exchange_focus`,
-    while room is short: `focus_exchanges`; the item carries its date once, so the lines do
-    not), cut only past `max_turn_chars`; a
-    memory's abstract when preferred, else its body, cut at `max_content_chars`."""
+    while room is short: `focus_exchanges`; the item carries its date once, so the lines do not),
+    cut only past `max_turn_chars`; a memory's abstract when preferred, else its body, cut at
+    `max_content_chars`."""
     if candidate.kind == "turn":
         text = focused(undated(candidate.body), terms if config.focus_exchanges else frozenset())
         return truncate_content(text, config.max_turn_chars) if config.max_turn_chars else text.strip()
