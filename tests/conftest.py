@@ -22,11 +22,12 @@ import pytest
 from hypothesis import settings
 
 from shared.localstack.components import embeddings_base_url, embeddings_process
+from shared.localstack.embedders import embedder_from_env
 from shared.localstack.layout import StackLayout
 from shared.localstack.openviking_config import AuthMode, AuthSettings, LlmSettings
 from shared.localstack.pins import EMBEDDING_DIMENSION, EMBEDDING_MODEL_NAME
 from shared.localstack.processes import ManagedProcess, free_port
-from shared.localstack.runtimes import EMBEDDINGS_RUNTIME, OPENVIKING_RUNTIME, provision
+from shared.localstack.runtimes import OPENVIKING_RUNTIME, provision
 from shared.localstack.stack import LocalStack, StackSettings
 from tests.support.shards import OpenVikingShards, running_shards
 from tests.support.stack import EmbeddingsEndpoint, OpenVikingEndpoint, OpenVikingWithLlm, RemoteOpenViking
@@ -59,7 +60,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if needed & (STACK_FIXTURES - {"embeddings"}):
         provision(layout, OPENVIKING_RUNTIME)
     if not os.environ.get(EXTERNAL_EMBEDDINGS_ENV):
-        provision(layout, EMBEDDINGS_RUNTIME)
+        provision(layout, embedder_from_env().runtime)
 
 
 @pytest.fixture(scope="session")
@@ -75,9 +76,11 @@ def embeddings(
     if external:
         yield EmbeddingsEndpoint(external, EMBEDDING_MODEL_NAME, EMBEDDING_DIMENSION, pid=None)
         return
-    venv = provision(stack_layout, EMBEDDINGS_RUNTIME)
+    venv = provision(stack_layout, embedder_from_env().runtime)
     port = free_port()
-    process = ManagedProcess.spawn(embeddings_process(venv, port, tmp_path_factory.mktemp("embeddings")))
+    process = ManagedProcess.spawn(
+        embeddings_process(embedder_from_env(), venv, port, tmp_path_factory.mktemp("embeddings"))
+    )
     try:
         process.wait_ready(STARTUP_TIMEOUT_SECONDS)
         yield EmbeddingsEndpoint(

@@ -15,10 +15,11 @@ from types import FrameType
 
 import httpx
 
+from shared.localstack.embedders import embedder_from_env
 from shared.localstack.errors import LocalStackError
 from shared.localstack.layout import OpenVikingDataLayout, StackLayout
 from shared.localstack.processes import group_alive
-from shared.localstack.runtimes import EMBEDDINGS_RUNTIME, OPENVIKING_RUNTIME, is_provisioned, provision_all
+from shared.localstack.runtimes import OPENVIKING_RUNTIME, is_provisioned, provision
 from shared.localstack.stack import (
     DEFAULT_EMBEDDINGS_PORT,
     DEFAULT_OPENVIKING_PORT,
@@ -40,7 +41,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     layout = StackLayout.from_env()
     try:
         if args.command == "install":
-            provision_all(layout)
+            for spec in (embedder_from_env().runtime, OPENVIKING_RUNTIME):
+                provision(layout, spec)
             return 0
         if args.command == "up":
             return _up(layout, args.openviking_port, args.embeddings_port)
@@ -78,9 +80,9 @@ def _raise_keyboard_interrupt(_signum: int, _frame: FrameType | None) -> None:
 
 
 def _status(layout: StackLayout) -> int:
-    for spec in (EMBEDDINGS_RUNTIME, OPENVIKING_RUNTIME):
+    for spec in (embedder_from_env().runtime, OPENVIKING_RUNTIME):
         state = "installed" if is_provisioned(layout, spec) else "NOT installed"
-        print(f"runtime {spec.name:<11} {state} ({layout.venvs_dir / spec.name})")
+        print(f"runtime {spec.name:<15} {state} ({layout.venvs_dir / spec.name})")
     for name, pid_file in _pid_files(layout).items():
         pid = _read_pid(pid_file)
         running = pid is not None and group_alive(pid)

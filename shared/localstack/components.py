@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from shared.localstack.embedders import Embedder
 from shared.localstack.layout import OpenVikingDataLayout
 from shared.localstack.pins import EMBEDDING_MODEL_NAME
 from shared.localstack.processes import ProcessSpec
-from shared.localstack.runtimes import embedding_model_dir
+from shared.localstack.runtimes import BUILD_DIR, embedding_model_dir
 
 EMBEDDINGS_ENV = {"HF_HUB_OFFLINE": "1", "DO_NOT_TRACK": "1", "INFINITY_ANONYMOUS_USAGE_STATS": "0"}
 
@@ -21,9 +22,40 @@ def openviking_base_url(port: int) -> str:
     return f"http://127.0.0.1:{port}"
 
 
-def embeddings_process(venv: Path, port: int, log_dir: Path) -> ProcessSpec:
-    """infinity_emb serving the bundled all-MiniLM-L6-v2 on CPU, offline."""
-    argv = (
+def embeddings_process(embedder: Embedder, venv: Path, port: int, log_dir: Path) -> ProcessSpec:
+    """The chosen embedding server on ``venv`` (``embedder.runtime``), offline, on CPU."""
+    argv = _onnx_argv(venv, port) if embedder is Embedder.ONNX else _torch_argv(venv, port)
+    return ProcessSpec(
+        name="embeddings",
+        argv=argv,
+        ready_url=f"{embeddings_base_url(port)}/models",
+        log_file=log_dir / "embeddings.log",
+        env=EMBEDDINGS_ENV,
+        pid_file=log_dir / "embeddings.pid",
+    )
+
+
+def _listen(port: int) -> tuple[str, ...]:
+    return ("--host", "127.0.0.1", "--port", str(port), "--url-prefix", "/v1")
+
+
+def _onnx_argv(venv: Path, port: int) -> tuple[str, ...]:
+    """``onnx_embeddings.py`` on the model ``onnx_build.py`` wrote at install time."""
+    return (
+        str(venv / "bin" / "python"),
+        "-P",
+        str(Path(__file__).with_name("onnx_embeddings.py")),
+        "--model-dir",
+        str(venv / BUILD_DIR),
+        "--served-model-name",
+        EMBEDDING_MODEL_NAME,
+        *_listen(port),
+    )
+
+
+def _torch_argv(venv: Path, port: int) -> tuple[str, ...]:
+    """infinity_emb serving the bundled all-MiniLM-L6-v2."""
+    return (
         str(venv / "bin" / "infinity_emb"),
         "v2",
         "--model-id",
@@ -36,20 +68,7 @@ def embeddings_process(venv: Path, port: int, log_dir: Path) -> ProcessSpec:
         "cpu",
         "--no-compile",
         "--no-trust-remote-code",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--url-prefix",
-        "/v1",
-    )
-    return ProcessSpec(
-        name="embeddings",
-        argv=argv,
-        ready_url=f"{embeddings_base_url(port)}/models",
-        log_file=log_dir / "embeddings.log",
-        env=EMBEDDINGS_ENV,
-        pid_file=log_dir / "embeddings.pid",
+        *_listen(port),
     )
 
 

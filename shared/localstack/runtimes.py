@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import shutil
 import subprocess
@@ -19,12 +20,17 @@ from shared.localstack.layout import StackLayout
 from shared.localstack.pins import (
     EMBEDDINGS_REQUIREMENTS,
     MODEL_PACKAGE,
+    ONNX_EMBEDDINGS_REQUIREMENTS,
+    ONNX_WEIGHTS_REQUIREMENT,
     OPENVIKING_REQUIREMENTS,
     TORCH_REQUIREMENT,
 )
 from shared.localstack.progress import Reporter, print_progress
 
 MARKER_NAME = ".context-engine-runtime.json"
+INSTALL_TIME_NAME = ".context-engine-install-seconds"
+BUILD_DIR = "build"
+"""Where a runtime's build script writes (``<venv>/build``)."""
 HEARTBEAT_SECONDS = 15.0
 
 
@@ -35,16 +41,29 @@ class RuntimeSpec:
     name: str
     install_steps: tuple[tuple[str, ...], ...]
     """Each step is one ``pip install`` invocation (torch must come before infinity-emb)."""
+    build_script: str | None = None
+    """A script next to this module that the venv's Python runs after the installs, with
+    ``<venv>/build`` as its argument (``-P``: the script's folder is not on its import path)."""
 
     def marker_text(self) -> str:
-        return json.dumps(
-            {"name": self.name, "python": sys.version.split()[0], "steps": self.install_steps},
-            sort_keys=True,
-        )
+        marker: dict[str, object] = {
+            "name": self.name,
+            "python": sys.version.split()[0],
+            "steps": self.install_steps,
+        }
+        if self.build_script is not None:
+            script = Path(__file__).with_name(self.build_script).read_bytes()
+            marker["build"] = [self.build_script, hashlib.sha256(script).hexdigest()]
+        return json.dumps(marker, sort_keys=True)
 
 
 OPENVIKING_RUNTIME = RuntimeSpec("openviking", (OPENVIKING_REQUIREMENTS,))
-EMBEDDINGS_RUNTIME = RuntimeSpec("embeddings", ((TORCH_REQUIREMENT,), EMBEDDINGS_REQUIREMENTS))
+TORCH_EMBEDDINGS_RUNTIME = RuntimeSpec("embeddings", ((TORCH_REQUIREMENT,), EMBEDDINGS_REQUIREMENTS))
+ONNX_EMBEDDINGS_RUNTIME = RuntimeSpec(
+    "embeddings-onnx",
+    (ONNX_EMBEDDINGS_REQUIREMENTS, ("--no-deps", ONNX_WEIGHTS_REQUIREMENT)),
+    build_script="onnx_build.py",
+)
 
 
 def venv_path(layout: StackLayout, spec: RuntimeSpec) -> Path:
@@ -82,14 +101,22 @@ def provision(layout: StackLayout, spec: RuntimeSpec, report: Reporter = print_p
                 report(f"{spec.name}: pip install {' '.join(requirements)}")
                 pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "--progress-bar", "off"]
                 _run([*pip, *requirements], log, report, spec.name, started)
+            if spec.build_script is not None:
+                report(f"{spec.name}: {spec.build_script}")
+                script = str(Path(__file__).with_name(spec.build_script))
+                python = str(venv / "bin" / "python")
+                _run([python, "-P", script, str(venv / BUILD_DIR)], log, report, spec.name, started)
+        seconds = time.monotonic() - started
+        (venv / INSTALL_TIME_NAME).write_text(f"{seconds:.1f}\n", encoding="utf-8")
         (venv / MARKER_NAME).write_text(spec.marker_text(), encoding="utf-8")
-        report(f"{spec.name}: installed in {time.monotonic() - started:.0f} s")
+        report(f"{spec.name}: installed in {seconds:.0f} s")
         return venv
 
 
-def provision_all(layout: StackLayout, report: Reporter = print_progress) -> None:
-    for spec in (EMBEDDINGS_RUNTIME, OPENVIKING_RUNTIME):
-        provision(layout, spec, report)
+def install_seconds(layout: StackLayout, spec: RuntimeSpec) -> float | None:
+    """How long the venv's last install took, when it was built by this code."""
+    recorded = venv_path(layout, spec) / INSTALL_TIME_NAME
+    return float(recorded.read_text(encoding="utf-8")) if recorded.is_file() else None
 
 
 def embedding_model_dir(embeddings_venv: Path) -> Path:

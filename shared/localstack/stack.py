@@ -13,6 +13,7 @@ from shared.localstack.components import (
     openviking_base_url,
     openviking_process,
 )
+from shared.localstack.embedders import DEFAULT_EMBEDDER, Embedder, embedder_from_env
 from shared.localstack.errors import ProvisioningError
 from shared.localstack.layout import OpenVikingDataLayout, StackLayout
 from shared.localstack.openviking_config import (
@@ -27,7 +28,6 @@ from shared.localstack.ports import EMBEDDINGS_PORT_ENV, OPENVIKING_PORT_ENV, en
 from shared.localstack.processes import ManagedProcess, ProcessSpec, free_port
 from shared.localstack.progress import Reporter, print_progress
 from shared.localstack.runtimes import (
-    EMBEDDINGS_RUNTIME,
     OPENVIKING_RUNTIME,
     RuntimeSpec,
     is_provisioned,
@@ -52,6 +52,8 @@ class StackSettings:
     """0 picks a free port. Ignored when ``embeddings_url`` is set."""
     embeddings_url: str | None = None
     """Use this already-running embedding server (``.../v1``) instead of starting one."""
+    embedder: Embedder = DEFAULT_EMBEDDER
+    """Which embedding server to start (``CONTEXT_ENGINE_EMBEDDER``): ONNX, or PyTorch to compare."""
     llm: LlmSettings | None = None
     """Chat model for summaries and extraction; None turns extraction off."""
     auth: AuthSettings = field(default_factory=AuthSettings)
@@ -68,7 +70,7 @@ class StackSettings:
         """Defaults plus the LLM from ``CONTEXT_ENGINE_LLM_*``, the stack dir override and the
         embedding server's port (``CONTEXT_ENGINE_EMBEDDINGS_PORT``)."""
         embeddings_port = port_from_env(EMBEDDINGS_PORT_ENV, DEFAULT_EMBEDDINGS_PORT)
-        return cls(llm=llm_settings_from_env(), embeddings_port=embeddings_port)
+        return cls(llm=llm_settings_from_env(), embeddings_port=embeddings_port, embedder=embedder_from_env())
 
 
 class LocalStack:
@@ -116,10 +118,11 @@ class LocalStack:
             report(describe_extraction(settings.llm))
             pending: list[ManagedProcess] = []
             if settings.embeddings_url is None:
-                embeddings_venv = self._runtime_venv(EMBEDDINGS_RUNTIME)
+                embeddings_venv = self._runtime_venv(settings.embedder.runtime)
                 ensure_free(settings.embeddings_port, "embedding server", EMBEDDINGS_PORT_ENV)
                 port = settings.embeddings_port or free_port()
-                spec = embeddings_process(embeddings_venv, port, layout.data_dir / "embeddings")
+                log_dir = layout.data_dir / "embeddings"
+                spec = embeddings_process(settings.embedder, embeddings_venv, port, log_dir)
                 report(f"starting embeddings on {embeddings_base_url(port)}")
                 pending.append(self._spawn(spec))
                 self._embeddings_url = embeddings_base_url(port)

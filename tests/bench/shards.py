@@ -42,9 +42,10 @@ from contextengine.v1 import (
 )
 
 from shared.localstack.components import embeddings_base_url, embeddings_process
+from shared.localstack.embedders import embedder_from_env
 from shared.localstack.layout import StackLayout
 from shared.localstack.processes import ManagedProcess, free_port
-from shared.localstack.runtimes import EMBEDDINGS_RUNTIME, OPENVIKING_RUNTIME, provision
+from shared.localstack.runtimes import OPENVIKING_RUNTIME, provision
 from shared.openviking import Tenant
 from shared.openviking.shards import DEFAULT_SHARD, ShardMap
 from tests.bench.workload import TOPICS, make_turn
@@ -216,10 +217,12 @@ async def drive(
 
 def run(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     layout = StackLayout.from_env()
-    embeddings_venv = provision(layout, EMBEDDINGS_RUNTIME)
+    embeddings_venv = provision(layout, embedder_from_env().runtime)
     provision(layout, OPENVIKING_RUNTIME)
     port = free_port()
-    embedder = ManagedProcess.spawn(embeddings_process(embeddings_venv, port, work / "embeddings"))
+    embedder = ManagedProcess.spawn(
+        embeddings_process(embedder_from_env(), embeddings_venv, port, work / "embeddings")
+    )
     try:
         embedder.wait_ready(300)
         with running_shards(
