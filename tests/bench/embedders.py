@@ -19,11 +19,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import subprocess
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,20 +48,38 @@ DENSE_BASELINES = ("dense", "rrf")
 Row = dict[str, Any]
 
 
+@dataclass(frozen=True)
+class Server:
+    url: str
+    pid: int
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU of the server process so far (all its threads)."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text(encoding="ascii").rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextmanager
-def running(embedder: Embedder, layout: StackLayout, log_dir: Path) -> Iterator[str]:
+def running(embedder: Embedder, layout: StackLayout, log_dir: Path) -> Iterator[Server]:
     venv = provision(layout, embedder.runtime)
     port = free_port()
     process = ManagedProcess.spawn(embeddings_process(embedder, venv, port, log_dir / embedder.value))
     try:
         process.wait_ready(300.0)
-        yield embeddings_base_url(port)
+        yield Server(embeddings_base_url(port), process.pid)
     finally:
         process.stop()
 
 
+async def _rate(server: Server, texts: Sequence[str], callers: int, batch: int) -> tuple[float, float]:
+    """Texts embedded per second by `callers` concurrent clients sending `batch` texts a request,
+    and the server's CPU milliseconds per text (steadier than the rate on a shared machine)."""
+    cpu = server.cpu_seconds()
+    rate = await _per_second(server.url, texts, callers, batch)
+    return rate, (server.cpu_seconds() - cpu) * 1000 / len(texts)
+
+
 async def _per_second(url: str, texts: Sequence[str], callers: int, batch: int) -> float:
-    """Texts embedded per second by `callers` concurrent clients sending `batch` texts a request."""
     chunks = [list(texts[i : i + batch]) for i in range(0, len(texts), batch)]
     queue: asyncio.Queue[list[str]] = asyncio.Queue()
     for chunk in chunks:
@@ -121,13 +141,13 @@ async def run(args: argparse.Namespace) -> Row:
     conversations = generate_hard(seed=SEED, users=args.users)
     texts = [turn.line for c in conversations for turn in dated_turns(c, counter)][: args.texts]
     with ExitStack() as stack:
-        urls = {e: stack.enter_context(running(e, layout, args.out / "logs")) for e in Embedder}
+        servers = {e: stack.enter_context(running(e, layout, args.out / "logs")) for e in Embedder}
         report: Row = {"texts": len(texts), "rounds": args.rounds}
-        report["throughput"] = await throughput(urls, texts, args.rounds)
-        report["agreement"] = await agreement(urls, texts[:512])
+        report["throughput"] = await throughput(servers, texts, args.rounds)
+        report["agreement"] = await agreement(servers, texts[:512])
         quality = {}
-        for embedder, url in urls.items():
-            rows = await baseline_rows(conversations, counter, url)
+        for embedder, server in servers.items():
+            rows = await baseline_rows(conversations, counter, server.url)
             quality[embedder.value] = {name: rows[name] for name in DENSE_BASELINES}
         report["quality"] = quality
     report["install"] = install_rows(layout)
@@ -140,9 +160,16 @@ def markdown(report: Row) -> str:
         f"Texts: {report['texts']} turn lines of the hard tier; median of {report['rounds']} rounds.",
         "",
     ]
-    lines += ["| texts/s | ONNX | PyTorch | ONNX / PyTorch |", "|---|---:|---:|---:|"]
+    lines += [
+        "| shape | texts/s ONNX | PyTorch | ONNX / PyTorch | CPU ms/text ONNX | PyTorch | PyTorch / ONNX |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for shape, row in report["throughput"].items():
-        lines.append(f"| {shape} | {row[onnx]:.1f} | {row[torch]:.1f} | {row[onnx] / row[torch]:.2f}x |")
+        rate = f"{row[onnx]:.1f} | {row[torch]:.1f} | {row[onnx] / row[torch]:.2f}x"
+        cpu_ms = row[f"{onnx}_cpu_ms"], row[f"{torch}_cpu_ms"]
+        lines.append(
+            f"| {shape} | {rate} | {cpu_ms[0]:.1f} | {cpu_ms[1]:.1f} | {cpu_ms[1] / cpu_ms[0]:.2f}x |"
+        )
     agreement = report["agreement"]
     lines += ["", f"Cosine ONNX vs PyTorch on {agreement['texts']} texts: min {agreement['min']:.4f}, "]
     lines[-1] += f"mean {agreement['mean']:.4f}."
