@@ -100,23 +100,31 @@ SHAPES = {"1 caller, 1 text a request": (1, 1), f"{CALLERS} callers, 1 text a re
 SHAPES[f"1 caller, {BATCH} texts a request"] = (1, BATCH)
 
 
-async def throughput(urls: dict[Embedder, str], texts: Sequence[str], rounds: int) -> dict[str, Row]:
-    measured: dict[tuple[str, Embedder], list[float]] = {}
-    for url in urls.values():
-        await _per_second(url, texts[:16], 1, 4)  # warm-up
+async def throughput(servers: dict[Embedder, Server], texts: Sequence[str], rounds: int) -> dict[str, Row]:
+    rates: dict[tuple[str, Embedder], list[float]] = {}
+    cpu: dict[tuple[str, Embedder], list[float]] = {}
+    for server in servers.values():
+        await _per_second(server.url, texts[:16], 1, 4)  # warm-up
     for _ in range(rounds):
         for shape, (callers, batch) in SHAPES.items():
-            for embedder, url in urls.items():
-                rate = await _per_second(url, texts, callers, batch)
-                measured.setdefault((shape, embedder), []).append(rate)
-    return {shape: {e.value: statistics.median(measured[(shape, e)]) for e in urls} for shape in SHAPES}
+            for embedder, server in servers.items():
+                rate, cpu_ms = await _rate(server, texts, callers, batch)
+                rates.setdefault((shape, embedder), []).append(rate)
+                cpu.setdefault((shape, embedder), []).append(cpu_ms)
+    return {
+        shape: {
+            **{e.value: statistics.median(rates[(shape, e)]) for e in servers},
+            **{f"{e.value}_cpu_ms": statistics.median(cpu[(shape, e)]) for e in servers},
+        }
+        for shape in SHAPES
+    }
 
 
-async def agreement(urls: dict[Embedder, str], texts: Sequence[str]) -> Row:
+async def agreement(servers: dict[Embedder, Server], texts: Sequence[str]) -> Row:
     """Cosine between the two servers' vectors of the same texts."""
     vectors = []
-    for url in urls.values():
-        async with httpx.AsyncClient(base_url=url, timeout=300) as http:
+    for server in servers.values():
+        async with httpx.AsyncClient(base_url=server.url, timeout=300) as http:
             vectors.append(await embed(http, texts))
     cosines = (vectors[0] * vectors[1]).sum(axis=1)
     return {"min": float(cosines.min()), "mean": float(cosines.mean()), "texts": len(texts)}
