@@ -84,13 +84,14 @@ run: install ## Start the local stack (embeddings, OpenViking, the three service
 	$(PY) -m shared.localstack.demo
 
 .PHONY: bench
-bench: install ## Run the benchmarks (load, recall quality, 2 OpenViking shards, capture path, trigger-turn latency, Phase-3 sources) on the local stack; write bench-results/
+bench: install ## Run the benchmarks (load, recall quality, 2 OpenViking shards, capture path, trigger-turn latency, Phase-3 sources, ONNX vs PyTorch embedder) on the local stack; write bench-results/
 	$(PY) -m tests.bench.run
 	$(PY) -m tests.bench.recall.run --tier both
 	$(PY) -m tests.bench.shards
 	$(PY) -m tests.bench.capture_path
 	$(PY) -m tests.bench.capture_path --pause-ms 300
 	$(PY) -m tests.bench.phase3
+	$(PY) -m tests.bench.embedders
 	$(PY) -m tests.chaos.trigger_latency
 
 .PHONY: bench-recall
