@@ -51,6 +51,8 @@ OTHER_ENVIRONMENT: Mapping[str, str] = {
     "runtimes and data (default `.stack/`).",
     "CONTEXT_ENGINE_EMBEDDINGS_PORT": "`make run`: the embedding server's port (default 8011; "
     "OpenViking's is `port`, the engine's `grpcPort`).",
+    "CONTEXT_ENGINE_EMBEDDER": "`make run` and the tests: `onnx` (default, no PyTorch) or `torch`, "
+    "the embedding server the local stack starts.",
     "CONTEXT_ENGINE_TEST_EMBEDDINGS_URL": "Tests: reuse an embedding server already running there.",
 }
 """`CONTEXT_ENGINE_*` variables that are not settings: read by the local stack, the demo and the
