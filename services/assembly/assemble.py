@@ -16,7 +16,7 @@ from itertools import islice
 
 from contextengine.v1 import common_pb2, packet_pb2
 
-from services.assembly.context_sources import ContextSources, SourceCaches, SourcesBackend
+from services.assembly.context_sources import ContextSources, SourceCaches, SourcesBackend, wants_skills
 from services.assembly.envelopes import EnvelopeCache, turn_envelopes
 from services.assembly.exchange_index import ExchangeIndex
 from services.assembly.fallback import relevant_memories_block
@@ -163,9 +163,17 @@ async def assemble_context(
         deadline=deadline,
         profiles=caches.profiles,
         exchanges=caches.exchanges,
+        with_skills=wants_skills(intent),
     )
     sources = ContextSources.start(
-        client, identity.tenant, intent, prompt, recent, caches=caches.sources, deadline=deadline
+        client,
+        identity.tenant,
+        intent,
+        prompt,
+        recent,
+        caches=caches.sources,
+        skill_pool=retrieval.skill_pool,
+        deadline=deadline,
     )
     await asyncio.sleep(0)  # let retrieval's requests go out before the transcript's CPU work
     try:

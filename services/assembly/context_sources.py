@@ -26,6 +26,7 @@ from services.assembly.directory_listing import (
 from services.assembly.ports import MemorySearch
 from services.assembly.recall import bounded, describe_failure
 from services.assembly.recall_intent import RecallIntent, RecallSource
+from services.assembly.skill_pool import SkillPool
 from services.assembly.skill_selection import SkillCatalogue, ranked_candidates, render_skills, skill_hits
 from services.assembly.tenant_cache import TenantCache
 from services.assembly.tool_memory import render_tools, tools_named
@@ -104,6 +105,10 @@ class SourcesSection:
         return "\n\n".join(text for text in (system_prompt_addition, self.text) if text)
 
 
+def wants_skills(intent: RecallIntent) -> bool:
+    return intent.recall and intent.wants(RecallSource.SKILLS)
+
+
 def section_cap(budget: int, recall_token_budget: int) -> int:
     return min(recall_token_budget or DEFAULT_SECTION_CAP, int(budget * SECTION_SHARE))
 
@@ -145,15 +150,18 @@ class ContextSources:
         newest_first: Sequence[common_pb2.ConversationMessage],
         *,
         caches: SourceCaches,
+        skill_pool: SkillPool | None = None,
         deadline: float,
     ) -> ContextSources:
-        want_skills = intent.recall and intent.wants(RecallSource.SKILLS)
+        """`skill_pool`: the skill hits recall's `find` brings along, when it does."""
+        want_skills = wants_skills(intent)
         return cls(
             intent,
             prompt,
             newest_first,
             skills=_started(
-                skill_hits(client, tenant, intent.query, caches.skills, deadline=deadline), deadline
+                skill_hits(client, tenant, intent.query, caches.skills, pooled=skill_pool, deadline=deadline),
+                deadline,
             )
             if want_skills
             else None,

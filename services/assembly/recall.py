@@ -51,6 +51,7 @@ from services.assembly.known_names import without_unrelated_names
 from services.assembly.memory_rules import rank_candidates, select_candidates, truncate_content
 from services.assembly.ports import MemorySearch
 from services.assembly.recall_json import item_piece
+from services.assembly.skill_pool import SkillPool, hand_over, pool_find, pool_skills
 from shared.config import Settings
 from shared.domain.turn_index import TURN_INDEX_ROOT, document_date, said_from_tags, undated
 from shared.errors import BackendNotFound, BackendTimeout, ContextEngineError
@@ -246,15 +247,44 @@ async def recall_memories(
     deadline: float,
     exclude_uris: frozenset[str] = frozenset(),
     exchanges: ExchangeIndex | None = None,
+    skill_pool: SkillPool | None = None,
 ) -> RecallOutcome:
-    """Retrieve, fuse and bound memories and raw turns for `query`; failures degrade to fewer."""
+    """Retrieve, fuse and bound memories and raw turns for `query`; failures degrade to fewer.
+    With `skill_pool`, the semantic `find` searches the skill space too when it embeds `query`
+    as given, and resolves the pool with its skill hits (`skill_pool`); the pool is resolved
+    (None: the skill stage finds on its own) whatever becomes of recall."""
+    try:
+        return await _recall(
+            client, tenant=tenant, agent_id=agent_id, query=query, config=config, counter=counter,
+            deadline=deadline, exclude_uris=exclude_uris, exchanges=exchanges, skill_pool=skill_pool,
+        )  # fmt: skip
+    finally:
+        hand_over(skill_pool, None)  # a no-op once `_recall` handed over its find's result
+
+
+async def _recall(
+    client: MemorySearch,
+    *,
+    tenant: Tenant,
+    agent_id: str,
+    query: str,
+    config: RecallConfig,
+    counter: TokenCounter,
+    deadline: float,
+    exclude_uris: frozenset[str],
+    exchanges: ExchangeIndex | None,
+    skill_pool: SkillPool | None,
+) -> RecallOutcome:
     outcome = RecallOutcome(query)
     refined = without_unrelated_names(query, exchanges, tenant)
+    if refined.text != query:  # the pool is for `query` as asked (a skill's name stays in it)
+        hand_over(skill_pool, None)
+        skill_pool = None
+    target, limit = pool_find(USER_MEMORIES_URI, TURN_CANDIDATES, skill_pool)
     terms = lexical.content_terms(refined.text)
     semantic_call = client.find(
-        tenant, refined.text, target_uri=USER_MEMORIES_URI, limit=TURN_CANDIDATES, score_threshold=0.0,
-        deadline=deadline,
-    )  # fmt: skip
+        tenant, refined.text, target_uri=target, limit=limit, score_threshold=0.0, deadline=deadline
+    )
     lexical_call = client.grep(
         tenant, TURN_INDEX_ROOT, lexical.grep_pattern(terms), case_insensitive=True,
         node_limit=lexical.MATCH_LIMIT, before_context=lexical.CONTEXT_LINES,
@@ -267,8 +297,9 @@ async def recall_memories(
         found, grepped = await asyncio.gather(
             semantic, _leg("recall.lexical", lexical_call, deadline, outcome)
         )
+    hand_over(skill_pool, pool_skills(found, limit) if found is not None else None)
     found = found or FindResult()
-    stored, turn_hits = split_hits(found.memories)
+    stored, turn_hits = split_hits(found.memories[:TURN_CANDIDATES])
     memories = [c for c in merge_candidates([stored], agent_id) if c.uri not in exclude_uris]
     selected = select_candidates(memories, config.score_threshold, config.candidate_limit)
     ranked_memories = [c for c, _ in rank_candidates(selected, query)[: config.limit]]

@@ -19,6 +19,7 @@ from services.assembly.ports import MemorySearch
 from services.assembly.profile import PROFILE_MAX_TOKENS, ProfileCache, StableProfile, load_stable_profile
 from services.assembly.recall import RecallConfig, RecallOutcome, bounded, describe_failure, recall_memories
 from services.assembly.recall_query import RecallQuery
+from services.assembly.skill_pool import SkillPool
 from services.assembly.summaries import SummarySource
 from shared.config import Settings
 from shared.domain.identity import RequestIdentity
@@ -45,6 +46,9 @@ class Retrieval:
     recall: asyncio.Future[RecallOutcome] | None
     summaries: asyncio.Future[list[packet_pb2.CompactSummary]]
     profile: asyncio.Future[StableProfile] | None
+    skill_pool: SkillPool | None = None
+    """The skill hits recall's `find` brings along (`skill_pool`), when skills were asked for
+    and recall runs."""
 
     @classmethod
     def start(
@@ -60,8 +64,12 @@ class Retrieval:
         deadline: float,
         profiles: ProfileCache,
         exchanges: ExchangeIndex | None = None,
+        with_skills: bool = False,
     ) -> Retrieval:
         recall_on = settings.auto_recall
+        skill_pool: SkillPool | None = (
+            asyncio.get_running_loop().create_future() if with_skills and recall_on and query.query else None
+        )
         max_tokens = (settings.recall_token_budget or PROFILE_MAX_TOKENS * 2) // 2
         recall = (
             _started(
@@ -74,6 +82,7 @@ class Retrieval:
                     counter=counter,
                     deadline=deadline,
                     exchanges=exchanges,
+                    skill_pool=skill_pool,
                 ),
                 deadline,
             )
@@ -101,7 +110,7 @@ class Retrieval:
             if recall_on
             else None
         )
-        return cls(query, deadline, recall, summaries, profile)
+        return cls(query, deadline, recall, summaries, profile, skill_pool)
 
     def abandon(self) -> None:
         """The request turned out invalid: what is in flight finishes (bounded by the deadline)

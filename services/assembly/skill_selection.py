@@ -1,8 +1,10 @@
 """Which registered skills a prompt calls for, within the skill section's tokens.
 
-One `find` over the skill space (`viking://agent/skills`), its SKILL.md texts from the replica's
-`SkillCatalogue` (read once per `SKILL_TTL_SECONDS`: `read_content` on the find cost ~60 ms more
-per Assemble in the Phase-3 bench), then:
+The skill space's (`viking://agent/skills`) best matches, as recall's `find` brings them along
+(`services.assembly.skill_pool`: one query embedding per Assemble) or, when that pool may lack
+one, from a `find` of their own; their SKILL.md texts from the replica's `SkillCatalogue` (read
+once per `SKILL_TTL_SECONDS`: `read_content` on the find cost ~60 ms more per Assemble in the
+Phase-3 bench), then:
 
 - a candidate is kept when its similarity clears `MIN_SKILL_SCORE` and lies within
   `SCORE_MARGIN` of the best one (a prompt rarely needs more than one or two skills; a weak,
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from contextengine.v1 import packet_pb2
@@ -26,6 +28,7 @@ from services.assembly.lexical import content_terms, tokens
 from services.assembly.ports import MemorySearch
 from shared.domain.skills import SKILL_ROOT, Skill, SkillUse, parse_skill_md
 from shared.errors import BackendNotFound
+from shared.openviking.models.search import SearchHit
 from shared.openviking.tenant import Tenant
 from shared.sized_cache import SizedCache
 from shared.tokens import TokenCounter
@@ -183,17 +186,28 @@ async def _read_or_empty(client: MemorySearch, tenant: Tenant, uri: str, deadlin
 
 
 async def skill_hits(
-    client: MemorySearch, tenant: Tenant, query: str, catalogue: SkillCatalogue, *, deadline: float
+    client: MemorySearch,
+    tenant: Tenant,
+    query: str,
+    catalogue: SkillCatalogue,
+    *,
+    pooled: Awaitable[list[SearchHit] | None] | None = None,
+    deadline: float,
 ) -> list[tuple[Skill, float]]:
-    """The skill space's best matches for `query`, with their SKILL.md parsed."""
-    found = await client.find(
-        tenant,
-        query,
-        target_uri=SKILL_ROOT,
-        limit=SKILL_CANDIDATES,
-        level=2,
-        context_type="skill",
-        deadline=deadline,
-    )
-    skills = await catalogue.skills(client, tenant, [hit.uri for hit in found.skills], deadline=deadline)
-    return [(skills[hit.uri], hit.score) for hit in found.skills if hit.uri in skills]
+    """The skill space's best matches for `query`, with their SKILL.md parsed: those recall's
+    `find` brought along (`pooled`, `services.assembly.skill_pool`) when they are complete, else
+    from a `find` of their own."""
+    hits = await pooled if pooled is not None else None
+    if hits is None:
+        found = await client.find(
+            tenant,
+            query,
+            target_uri=SKILL_ROOT,
+            limit=SKILL_CANDIDATES,
+            level=2,
+            context_type="skill",
+            deadline=deadline,
+        )
+        hits = found.skills
+    skills = await catalogue.skills(client, tenant, [hit.uri for hit in hits], deadline=deadline)
+    return [(skills[hit.uri], hit.score) for hit in hits if hit.uri in skills]

@@ -9,13 +9,15 @@ from collections.abc import AsyncIterator
 import pytest
 from contextengine.v1 import assembly_pb2, common_pb2, packet_pb2
 
+from services.assembly.recall import TURN_CANDIDATES
+from services.assembly.skill_selection import SKILL_CANDIDATES
 from services.capture.skill_registry import register_skills
 from shared.config import Settings
 from shared.domain.documents import DocumentStore
-from shared.domain.skills import Skill
+from shared.domain.skills import SKILL_ROOT, Skill
 from shared.openviking import DevAuth, OpenVikingClient, Tenant
 from tests.assembly.conftest import assembly_stub
-from tests.assembly.helpers import assistant, user
+from tests.assembly.helpers import RequestRecorder, assistant, user
 from tests.support.call_log import CallLog
 from tests.support.stack import OpenVikingEndpoint
 
@@ -75,6 +77,31 @@ async def test_a_task_gets_its_skill_within_the_budget_and_the_packet_says_why(
     assert packet.tokens.skills > 0 and packet.tokens.directory > 0
     assert packet.tokens.used <= packet.tokens.budget == 8000
     assert reply.estimated_tokens == packet.estimated_tokens
+
+
+async def test_a_task_embeds_its_prompt_once_for_its_memories_and_its_skills(
+    openviking: OpenVikingEndpoint, tenant: Tenant
+) -> None:
+    recorder = RequestRecorder()
+    async with (
+        OpenVikingClient(openviking.base_url, DevAuth(), middlewares=[recorder]) as client,
+        assembly_stub(SETTINGS, client) as stub,
+    ):
+        await stub.Assemble(request(tenant, "What did I say I prefer?"), timeout=60)  # the profile, cached
+        recorder.requests.clear()
+        task = await stub.Assemble(request(tenant, "please validate the dns record of my domain"), timeout=60)
+        finds_of_task = recorder.finds()
+        recorder.requests.clear()
+        question = await stub.Assemble(request(tenant, "When did we last talk about DNS?"), timeout=60)
+    assert [s.name for s in task.packet.skills][:1] == ["dns-validate"]
+    assert [(f["target_uri"], f["limit"]) for f in finds_of_task] == [
+        (["viking://~/memories", SKILL_ROOT], TURN_CANDIDATES + SKILL_CANDIDATES)
+    ]
+    # A question about the past asks for no skills: recall's find alone, as before.
+    assert not question.packet.skills
+    assert [(f["target_uri"], f["limit"]) for f in recorder.finds()] == [
+        ("viking://~/memories", TURN_CANDIDATES)
+    ]
 
 
 async def test_a_greeting_and_a_follow_up_recall_nothing(
