@@ -1,13 +1,13 @@
 """Skills ride on recall's `find`: one query embedding per Assemble, not two.
 
-Measured (Phase-3 bench's account, 200 skills, 2 vCPU): a `find` is mostly the query's
-embedding (OpenViking's telemetry: 20-26 ms of 22-29 ms; the vector search 1-3 ms); recall's
-`find` and a second one over the skill space side by side took 46 ms against 30 ms for one, and
-recall's `find` beside a bare call to the embedding server 45 ms. So neither a second `find` nor
-a local skill index queried with a second embedding of the prompt fits beside recall, and a
-local index without one (BM25 over the skills' names, descriptions and bodies) put the task's
-skill among its top five for 60 % of the bench's paraphrased tasks, against 94 % for the
-embedding.
+Measured (Phase-3 bench's account, 200 skills, 2 vCPU; docs/benchmarks.md): with the PyTorch
+embedder a `find` was mostly the query's embedding (OpenViking's telemetry: 20-26 ms of 22-29
+ms), and recall's `find` beside a second one over the skill space took 46 ms against 30 ms for
+one; with the ONNX embedder 22 ms against 11 ms. A local skill index queried with its own
+embedding of the prompt cost what the second `find` did with PyTorch (45 ms beside recall's)
+and pays that embedding for every user; one without an embedding (BM25 over the skills' names,
+descriptions and bodies) put the task's skill among its top five for 60 % of the bench's
+paraphrased tasks, against 94 % for the embedding.
 
 When the intent wants skills and recall runs, recall's `find` takes the skill space as a second
 root and `SKILL_CANDIDATES` more hits (`pool_find`); its skill hits are handed to the skill
