@@ -28,6 +28,7 @@ from shared.config import Settings
 from shared.runtime.answer_first import AnswerFirst
 from shared.runtime.interceptors import ErrorMappingInterceptor, InflightCalls
 from shared.runtime.readiness import BackendReadiness, Behind
+from shared.runtime.task_dump import install_task_dump, remove_task_dump
 from shared.tokens import TokenCounter
 
 log = logging.getLogger(__name__)
@@ -158,14 +159,17 @@ async def _run_safely(hook: ShutdownHook, what: str) -> None:
 
 
 async def run_until_signalled(host: ServiceHost) -> None:
-    """Block until SIGTERM or SIGINT, then stop the host gracefully."""
+    """Block until SIGTERM or SIGINT, then stop the host gracefully (SIGUSR1 meanwhile logs the
+    pending tasks: `shared.runtime.task_dump`)."""
     loop = asyncio.get_running_loop()
     signalled = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, signalled.set)
+    install_task_dump(loop)
     try:
         await signalled.wait()
     finally:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
+        remove_task_dump(loop)
     await host.stop()

@@ -72,6 +72,13 @@ class EngineProcess:
         self.restarts += 1
         await self.start()
 
+    def dump_tasks(self) -> bool:
+        """Ask the running process to log its pending asyncio tasks (`shared.runtime.task_dump`)."""
+        if self.process is None or self.process.returncode is not None:
+            return False
+        self.process.send_signal(signal.SIGUSR1)
+        return True
+
 
 @dataclass
 class ChaosCluster:
@@ -130,6 +137,13 @@ class ChaosCluster:
         self.capture = [self._engine("capture", f"capture-{i}", compaction_port) for i in range(2)]
         await asyncio.gather(self.compaction.start(), *(c.start() for c in self.capture))
         return self
+
+    async def dump_tasks(self) -> list[Path]:
+        """Every running engine process logs its pending tasks; the logs that hold them."""
+        engines = [*self.capture, *([self.compaction] if self.compaction else [])]
+        dumped = [engine.log_file for engine in engines if engine.dump_tasks()]
+        await asyncio.sleep(1.0)  # the handlers run on each process's loop
+        return dumped
 
     async def __aexit__(self, *_: object) -> None:
         for engine in [*self.capture, *([self.compaction] if self.compaction else [])]:

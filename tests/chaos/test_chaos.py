@@ -122,11 +122,13 @@ async def test_chaos(embeddings: EmbeddingsEndpoint, tmp_path: Path) -> None:
         ):
             took = await settle(ov, sessions, SETTLE_BOUND_SECONDS)
             verdict = await verify(ov, compaction_pb2_grpc.CompactionServiceStub(channel), sessions)
+            if verdict.problems or took >= SETTLE_BOUND_SECONDS:  # where the engines' jobs wait
+                notes.append(f"pending tasks logged to {[str(p) for p in await cluster.dump_tasks()]}")
     print(
         f"chaos: {notes}; {verdict.turns} turns, {verdict.checkpoints} checkpoints, "
         f"settled in {took:.1f} s; codes {dict(host.codes)}"
     )
-    assert verdict.problems == {}, verdict.problems
+    assert verdict.problems == {}, (verdict.problems, notes[-1])
     assert took < SETTLE_BOUND_SECONDS
     assert set(host.codes) <= {"OK", "UNAVAILABLE", "DEADLINE_EXCEEDED", "ABORTED"}, host.codes
     assert verdict.turns >= SESSIONS * MIN_TURNS * 2 and verdict.checkpoints >= SESSIONS
