@@ -171,7 +171,7 @@ class Expander:
         self._ov = openviking
         self._max_results = max_results
         documents = DocumentStore(openviking)
-        self._documents = documents
+        self._states = StreamStateStore(documents)
         self._checkpoints = CheckpointStore(documents)
 
     def page_size(self, limit: int) -> int:
@@ -181,8 +181,7 @@ class Expander:
         return min(limit, self._max_results) if limit else self._max_results
 
     async def _stream_state(self, tenant: Tenant, stream_id: str, deadline: float) -> StreamState | None:
-        stored = await self._documents.read(tenant, StreamStateStore.uri(stream_id), deadline=deadline)
-        return StreamState.model_validate(stored.data) if stored else None
+        return await self._states.load_stream(tenant, stream_id, deadline=deadline)
 
     async def _checkpoints_of_session(
         self, tenant: Tenant, session_id: str, deadline: float

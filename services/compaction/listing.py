@@ -30,8 +30,7 @@ def created_ms(checkpoint_id: str) -> int:
 class CheckpointListing:
     def __init__(self, openviking: OpenVikingClient) -> None:
         self._ov = openviking
-        self._documents = DocumentStore(openviking)
-        self._states = StreamStateStore(self._documents)
+        self._states = StreamStateStore(DocumentStore(openviking))
 
     async def ids(self, identity: RequestIdentity, *, agent_id: str | None, deadline: float) -> list[str]:
         """Newest first: the session's checkpoints, or (no session id) the user's across sessions."""
@@ -67,10 +66,7 @@ class CheckpointListing:
 
         async def read(stream_id: str) -> StreamState | None:
             async with limit:
-                stored = await self._documents.read(
-                    identity.tenant, StreamStateStore.uri(stream_id), deadline=deadline
-                )
-            return StreamState.model_validate(stored.data) if stored else None
+                return await self._states.load_stream(identity.tenant, stream_id, deadline=deadline)
 
         states = await asyncio.gather(*(read(s) for s in await self._stream_ids(identity, deadline)))
         return [state for state in states if state is not None]

@@ -117,7 +117,6 @@ class CompactionWorker:
         self._working_memory = enable_working_memory
         self._phase2_wait = phase2_wait_seconds
         documents = DocumentStore(openviking)
-        self._documents = documents
         self._store = CheckpointStore(documents)
         self._states = StreamStateStore(documents)
         self._index = TurnIndexWriter(openviking)
@@ -162,10 +161,9 @@ class CompactionWorker:
         stream_id = stream_of_checkpoint(checkpoint_id)
         if stream_id is None:
             return None
-        stored = await self._documents.read(tenant, StreamStateStore.uri(stream_id), deadline=deadline)
-        if stored is None:
+        state = await self._states.load_stream(tenant, stream_id, deadline=deadline)
+        if state is None:
             return None
-        state = StreamState.model_validate(stored.data)
         entry = next((e for e in state.inflight if e.checkpoint_id == checkpoint_id), None)
         if entry is None:
             return None

@@ -27,7 +27,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from pydantic import BaseModel, Field
 
 from shared.domain.documents import ENGINE_ROOT, DocumentStore
-from shared.domain.stream_state import stream_dir
+from shared.domain.state_slots import stream_dir
 from shared.errors import Aborted
 from shared.openviking.tenant import Tenant
 

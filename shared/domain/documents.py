@@ -17,6 +17,7 @@ from typing import Any
 
 from shared.errors import Aborted, BackendConflict, BackendNotFound
 from shared.openviking.client import OpenVikingClient
+from shared.openviking.models.content import FsStat
 from shared.openviking.tenant import Tenant
 
 ENGINE_ROOT = "viking://~/resources/.contextengine"
@@ -52,6 +53,13 @@ class DocumentStore:
                 continue
             return StoredDocument(data, sha256_text(text))
         raise Aborted(f"{uri} is being rewritten; retry the call")
+
+    async def entry(self, tenant: Tenant, uri: str, *, deadline: float | None = None) -> FsStat | None:
+        """What is at `uri` (a file or a directory), or None when nothing is."""
+        try:
+            return await self._ov.stat(tenant, uri, deadline=deadline)
+        except BackendNotFound:
+            return None
 
     async def ensure_directory(self, tenant: Tenant, uri: str, *, deadline: float | None = None) -> bool:
         """Create `uri` (and parents); True when this call created it."""

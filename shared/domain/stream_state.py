@@ -25,10 +25,12 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, Field
 
-from shared.domain.documents import ENGINE_ROOT, DocumentStore, StoredDocument
+from shared.domain.documents import DocumentStore, StoredDocument
 from shared.domain.identity import RequestIdentity
+from shared.domain.state_slots import SlotRead, StateSlots, slot_uri
 from shared.errors import Aborted
 from shared.openviking.models.parts import NewMessage
+from shared.openviking.tenant import Tenant
 
 MAX_CAS_ATTEMPTS = 12
 CREATION_WAIT_SECONDS = 10.0
@@ -159,10 +161,6 @@ def session_id_for(stream_id: str, generation: int) -> str:
     return f"ce-{stream_id}-g{generation:04d}"
 
 
-def stream_dir(stream_id: str) -> str:
-    return f"{ENGINE_ROOT}/streams/{stream_id}"
-
-
 def initial_state(identity: RequestIdentity) -> StreamState:
     first = session_id_for(identity.stream_id, 0)
     return StreamState(
@@ -175,57 +173,63 @@ def initial_state(identity: RequestIdentity) -> StreamState:
 
 
 class StreamStateStore:
-    """Loads and updates stream state with optimistic concurrency."""
+    """Loads and updates stream state with optimistic concurrency (in its slot: `state_slots`)."""
 
     def __init__(self, documents: DocumentStore) -> None:
+        self._slots = StateSlots(documents)
         self._documents = documents
-        self._last_seen: OrderedDict[tuple[str, str, str], StoredDocument] = OrderedDict()
-
-    @staticmethod
-    def uri(stream_id: str) -> str:
-        return f"{stream_dir(stream_id)}/state.json"
+        self._last_seen: OrderedDict[tuple[str, str, str], tuple[int, StoredDocument]] = OrderedDict()
 
     def _key(self, identity: RequestIdentity) -> tuple[str, str, str]:
         return (identity.tenant.account_id, identity.tenant.user_id, identity.stream_id)
 
-    def _remember(self, identity: RequestIdentity, stored: StoredDocument) -> None:
+    def _remember(self, identity: RequestIdentity, slot: int, stored: StoredDocument) -> None:
         key = self._key(identity)
-        self._last_seen[key] = stored
+        self._last_seen[key] = (slot, stored)
         self._last_seen.move_to_end(key)
         while len(self._last_seen) > LAST_SEEN_CAPACITY:
             self._last_seen.popitem(last=False)
 
-    async def _read(self, identity: RequestIdentity, deadline: float | None) -> StoredDocument | None:
-        stored = await self._documents.read(identity.tenant, self.uri(identity.stream_id), deadline=deadline)
-        if stored is not None:
-            self._remember(identity, stored)
-        return stored
+    async def _read(self, identity: RequestIdentity, deadline: float | None) -> SlotRead:
+        read = await self._slots.read(identity.tenant, identity.stream_id, deadline=deadline)
+        if read.stored is not None:
+            self._remember(identity, read.slot, read.stored)
+        return read
 
     async def load(self, identity: RequestIdentity, *, deadline: float | None = None) -> StreamState | None:
         """The current state, read from OpenViking (never from this replica's memory)."""
-        stored = await self._read(identity, deadline)
+        stored = (await self._read(identity, deadline)).stored
         return StreamState.model_validate(stored.data) if stored else None
 
-    async def _load_or_create(self, identity: RequestIdentity, deadline: float | None) -> StoredDocument:
-        """The stored state; the replica whose `mkdir` wins creates it, the others wait for it
-        as long as the call may (a creation's write can take seconds on a busy OpenViking)."""
-        uri = self.uri(identity.stream_id)
+    async def load_stream(
+        self, tenant: Tenant, stream_id: str, *, deadline: float | None = None
+    ) -> StreamState | None:
+        """The current state of a stream known by its id alone (a listing, a checkpoint id)."""
+        stored = (await self._slots.read(tenant, stream_id, deadline=deadline)).stored
+        return StreamState.model_validate(stored.data) if stored else None
+
+    async def _load_or_create(
+        self, identity: RequestIdentity, deadline: float | None
+    ) -> tuple[int, StoredDocument]:
+        """The stored state and its slot; the replica that claims a slot creates it, the others
+        wait for it as long as the call may (a creation's write can take seconds on a busy
+        OpenViking), and take over a creation left unfinished (`state_slots`)."""
         give_up = time.monotonic() + CREATION_WAIT_SECONDS
         if deadline is not None:
             give_up = min(give_up, deadline)
         while True:
-            stored = await self._read(identity, deadline)
-            if stored is not None:
-                return stored
-            if await self._documents.ensure_directory(
-                identity.tenant, stream_dir(identity.stream_id), deadline=deadline
-            ):
+            read = await self._read(identity, deadline)
+            if read.stored is not None:
+                return read.slot, read.stored
+            tenant, stream_id = identity.tenant, identity.stream_id
+            slot = await self._slots.claim(tenant, stream_id, read.slot, deadline=deadline)
+            if slot is not None:
                 data = initial_state(identity).model_dump(mode="json")
-                sha = await self._documents.write(identity.tenant, uri, data, deadline=deadline)
-                self._remember(identity, StoredDocument(data, sha))
-                return StoredDocument(data, sha)
+                stored = await self._slots.create(tenant, stream_id, slot, data, deadline=deadline)
+                self._remember(identity, slot, stored)
+                return slot, stored
             if time.monotonic() >= give_up:
-                raise Aborted(f"stream state {uri} was not created in time")
+                raise Aborted(f"stream state of {stream_id} was not created in time")
             await asyncio.sleep(0.05)  # another replica is creating it
 
     async def update(
@@ -244,20 +248,19 @@ class StreamStateStore:
         read on the hot path; compare-and-swap rejects it if another writer came in between,
         and a decision not to write is only ever taken on a fresh read.
         """
-        uri = self.uri(identity.stream_id)
         for attempt in range(MAX_CAS_ATTEMPTS):
-            stored = self._last_seen.pop(self._key(identity), None)
-            fresh = stored is None
-            if stored is None:
-                stored = await self._load_or_create(identity, deadline)
+            seen = self._last_seen.pop(self._key(identity), None)
+            fresh = seen is None
+            slot, stored = seen if seen is not None else await self._load_or_create(identity, deadline)
             current = StreamState.model_validate(stored.data)
             changed = mutate(current.model_copy(deep=True))
             if changed is None:
                 if not fresh:
                     continue
-                self._remember(identity, stored)
+                self._remember(identity, slot, stored)
                 return current, False
             data = changed.model_dump(mode="json")
+            uri = slot_uri(identity.stream_id, slot)
             try:
                 sha = await self._documents.write(
                     identity.tenant, uri, data, expected_sha256=stored.sha256, deadline=deadline
@@ -265,6 +268,6 @@ class StreamStateStore:
             except Aborted:
                 await asyncio.sleep(random.uniform(0.01, 0.05 * (attempt + 1)))
                 continue
-            self._remember(identity, StoredDocument(data, sha))
+            self._remember(identity, slot, StoredDocument(data, sha))
             return changed, True
-        raise Aborted(f"stream state {uri} is contended; retry the call")
+        raise Aborted(f"stream state of {identity.stream_id} is contended; retry the call")
