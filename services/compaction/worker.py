@@ -265,18 +265,18 @@ class CompactionWorker:
         pause = POLL_SECONDS[0]
         try:
             while time.monotonic() < give_up:
-                try:
+                try:  # a step runs only under a renewed lease; an outage delays both, stops neither
+                    if time.monotonic() - renewed >= RENEW_SECONDS:
+                        taken = await self._take_lease(tenant, checkpoint_id, None)
+                        if taken is None or taken.owner != self.name:
+                            return  # finished or taken over meanwhile
+                        renewed = time.monotonic()
                     if await self._step(identity, checkpoint_id):
                         return
                 except _RETRIABLE as exc:
                     log.warning("compaction %s: %s; retrying", checkpoint_id, exc.message)
                 await asyncio.sleep(pause)
                 pause = min(POLL_SECONDS[1], pause * 1.5)
-                if time.monotonic() - renewed >= RENEW_SECONDS:
-                    taken = await self._take_lease(tenant, checkpoint_id, None)
-                    if taken is None or taken.owner != self.name:
-                        return  # finished or taken over meanwhile
-                    renewed = time.monotonic()
             log.warning("phase 2 of %s still running; leaving it to the next owner", checkpoint_id)
         except asyncio.CancelledError:
             raise

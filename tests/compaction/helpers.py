@@ -20,6 +20,7 @@ from shared.domain.envelope import PersistedTurn, openviking_message, turn_envel
 from shared.domain.identity import RequestIdentity, parse_identity
 from shared.domain.stream_state import StreamState, StreamStateStore
 from shared.openviking import DevAuth, OpenVikingClient
+from shared.openviking.http import Middleware
 from shared.runtime.context import ServiceContext
 from shared.runtime.server import ServiceHost
 
@@ -53,8 +54,8 @@ class Replica:
         await self.host.stop()
 
 
-async def start_replica(settings: Settings) -> Replica:
-    client = OpenVikingClient(settings.base_url, DevAuth())
+async def start_replica(settings: Settings, middlewares: Sequence[Middleware] = ()) -> Replica:
+    client = OpenVikingClient(settings.base_url, DevAuth(), middlewares=middlewares)
     context = ServiceContext(settings=settings, openviking=client, compaction_target=lambda: "")
     host = ServiceHost(settings, [build_compaction_service(context)], closers=[client.aclose])
     port = await host.start(port=0)
@@ -63,8 +64,8 @@ async def start_replica(settings: Settings) -> Replica:
 
 
 @asynccontextmanager
-async def replica(settings: Settings) -> AsyncIterator[Replica]:
-    running = await start_replica(settings)
+async def replica(settings: Settings, middlewares: Sequence[Middleware] = ()) -> AsyncIterator[Replica]:
+    running = await start_replica(settings, middlewares)
     try:
         yield running
     finally:

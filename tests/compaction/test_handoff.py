@@ -6,12 +6,15 @@ behind, then checks that a live replica brings the checkpoint to COMPLETED with 
 - archived by OpenViking but not recorded (the owner died between commit and record);
 - the owner's lease still held by a dead replica: the sweep takes over once it expires,
   without any further call;
-- a synchronous Compact whose caller gives up mid-way.
+- a synchronous Compact whose caller gives up mid-way;
+- OpenViking failing the owner's checkpoint writes for a moment (its lease renewal included).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import time
 import uuid
 from datetime import timedelta
@@ -19,11 +22,14 @@ from datetime import timedelta
 import pytest
 from contextengine.v1 import checkpoint_pb2, common_pb2, compaction_pb2
 
+from services.compaction import worker
 from services.compaction.worker import RESUME_BOUND_SECONDS, new_record
 from shared.domain.checkpoints import CheckpointRecord, CheckpointStore, new_checkpoint_id, utc_now
 from shared.domain.documents import DocumentStore
 from shared.domain.handoff import hand_off
 from shared.domain.stream_state import InflightCompaction, StreamState, StreamStateStore
+from shared.openviking.http import HttpRequest, HttpResponse, Send
+from shared.openviking.settings import RetryPolicy
 from tests.compaction.helpers import (
     StreamWriter,
     compact_request,
@@ -179,3 +185,49 @@ async def test_a_nudge_owns_hand_offs_but_never_starts_a_compaction(openviking: 
         assert owned.compacted and owned.checkpoint.checkpoint_id == entry.checkpoint_id
         assert_committed(await settled(service.stub, who, entry.checkpoint_id, within=60), entry.session_id)
         assert (await writer.state()).checkpoint_ids == [entry.checkpoint_id]
+
+
+class LeaseRenewalsDown:
+    """HTTP middleware: once armed, the next `attempts` lease renewals (checkpoint writes that
+    change nothing but `lease_until`) are answered 503 without reaching OpenViking, retries
+    included."""
+
+    def __init__(self, attempts: int) -> None:
+        self.attempts = attempts
+        self.armed = False
+        self._last: dict[str, dict[str, object]] = {}
+
+    async def __call__(self, request: HttpRequest, send: Send) -> HttpResponse:
+        batch = request.json_body() if request.path.endswith("/batch-write") else {}
+        for op in batch.get("operations", []):
+            if "/checkpoints/" not in op["uri"]:
+                continue
+            content = {k: v for k, v in json.loads(op["content"]).items() if k != "lease_until"}
+            renewal = self._last.get(op["uri"]) == content
+            if renewal and self.armed and self.attempts > 0:
+                self.attempts -= 1
+                body = {"status": "error", "error": {"code": "UNAVAILABLE", "message": "restarting"}}
+                return HttpResponse(503, "Service Unavailable", json.dumps(body).encode())
+            self._last[op["uri"]] = content
+        return await send(request)
+
+
+async def test_an_outage_during_a_lease_renewal_does_not_stop_the_owner(
+    openviking: OpenVikingEndpoint, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The owner renews its lease on every round here, and OpenViking refuses its first renewal.
+    The job retries it, as it retries its own steps, and completes: it neither stops nor waits
+    for its lease to expire and a sweep."""
+    monkeypatch.setattr(worker, "RENEW_SECONDS", 0.0)
+    down = LeaseRenewalsDown(attempts=RetryPolicy().max_attempts)
+    caplog.set_level(logging.WARNING, logger=worker.log.name)
+    async with replica(settings_for(openviking.base_url), [down]) as service:
+        who = identity()
+        writer = StreamWriter(service.openviking, who)
+        await writer.append(conversation(LINES))
+        answer = await service.stub.Compact(compact_request(who, background=True), timeout=60)
+        down.armed = True  # the job runs: the lease is its to renew
+        cp = await settled(service.stub, who, answer.checkpoint.checkpoint_id, within=60)
+        assert down.attempts == 0  # the renewal was refused
+        assert_committed(cp, (await writer.state()).sessions[0])
+        assert not [r for r in caplog.records if "stopped" in r.getMessage()]
