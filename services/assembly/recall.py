@@ -254,73 +254,54 @@ async def recall_memories(
     as given, and resolves the pool with its skill hits (`skill_pool`); the pool is resolved
     (None: the skill stage finds on its own) whatever becomes of recall."""
     try:
-        return await _recall(
-            client, tenant=tenant, agent_id=agent_id, query=query, config=config, counter=counter,
-            deadline=deadline, exclude_uris=exclude_uris, exchanges=exchanges, skill_pool=skill_pool,
-        )  # fmt: skip
-    finally:
-        hand_over(skill_pool, None)  # a no-op once `_recall` handed over its find's result
-
-
-async def _recall(
-    client: MemorySearch,
-    *,
-    tenant: Tenant,
-    agent_id: str,
-    query: str,
-    config: RecallConfig,
-    counter: TokenCounter,
-    deadline: float,
-    exclude_uris: frozenset[str],
-    exchanges: ExchangeIndex | None,
-    skill_pool: SkillPool | None,
-) -> RecallOutcome:
-    outcome = RecallOutcome(query)
-    refined = without_unrelated_names(query, exchanges, tenant)
-    if refined.text != query:  # the pool is for `query` as asked (a skill's name stays in it)
-        hand_over(skill_pool, None)
-        skill_pool = None
-    target, limit = pool_find(USER_MEMORIES_URI, TURN_CANDIDATES, skill_pool)
-    terms = lexical.content_terms(refined.text)
-    semantic_call = client.find(
-        tenant, refined.text, target_uri=target, limit=limit, score_threshold=0.0, deadline=deadline
-    )
-    lexical_call = client.grep(
-        tenant, TURN_INDEX_ROOT, lexical.grep_pattern(terms), case_insensitive=True,
-        node_limit=lexical.MATCH_LIMIT, before_context=lexical.CONTEXT_LINES,
-        after_context=lexical.CONTEXT_LINES, deadline=deadline,
-    ) if terms and config.lexical_source == "grep" else None  # fmt: skip
-    semantic = _leg("recall.semantic", semantic_call, deadline, outcome)
-    if lexical_call is None:
-        found, grepped = await semantic, None
-    else:
-        found, grepped = await asyncio.gather(
-            semantic, _leg("recall.lexical", lexical_call, deadline, outcome)
+        outcome = RecallOutcome(query)
+        refined = without_unrelated_names(query, exchanges, tenant)
+        if refined.text != query:  # the pool is for `query` as asked (a skill's name stays in it)
+            hand_over(skill_pool, None)
+            skill_pool = None
+        target, limit = pool_find(USER_MEMORIES_URI, TURN_CANDIDATES, skill_pool)
+        terms = lexical.content_terms(refined.text)
+        semantic_call = client.find(
+            tenant, refined.text, target_uri=target, limit=limit, score_threshold=0.0, deadline=deadline
         )
-    hand_over(skill_pool, pool_skills(found, limit) if found is not None else None)
-    found = found or FindResult()
-    stored, turn_hits = split_hits(found.memories[:TURN_CANDIDATES])
-    memories = [c for c in merge_candidates([stored], agent_id) if c.uri not in exclude_uris]
-    selected = select_candidates(memories, config.score_threshold, config.candidate_limit)
-    ranked_memories = [c for c, _ in rank_candidates(selected, query)[: config.limit]]
-    dense = semantic_turns(turn_hits, config.score_threshold)
-    indexed = (
-        exchanges.search(tenant, terms, LEXICAL_CANDIDATES)
-        if exchanges is not None and config.lexical_source == "index" and terms
-        else None
-    )
-    matched = lexical_turns(terms, dense, grepped, indexed) if config.lexical_source != "off" else []
-    by_uri = {c.uri: c for c in [*matched, *dense, *ranked_memories]}
-    focus = folded_terms(terms)
-    fused = reciprocal_rank_fusion(
-        [[c.uri for c in ranked_memories], [c.uri for c in dense], [c.uri for c in matched]]
-    )
-    # Built lazily, best first: fitting the token cap stops at the first item past it.
-    items = (
-        RecalledItem(by_uri[uri], rank, content_of(by_uri[uri], config, focus))
-        for uri, rank in fused
-        if uri not in exclude_uris
-    )
-    kept = islice(distinct(i for i in items if i.content), config.max_items or None)
-    outcome.items = fit_token_budget(kept, counter, config.token_budget)
-    return outcome
+        lexical_call = client.grep(
+            tenant, TURN_INDEX_ROOT, lexical.grep_pattern(terms), case_insensitive=True,
+            node_limit=lexical.MATCH_LIMIT, before_context=lexical.CONTEXT_LINES,
+            after_context=lexical.CONTEXT_LINES, deadline=deadline,
+        ) if terms and config.lexical_source == "grep" else None  # fmt: skip
+        semantic = _leg("recall.semantic", semantic_call, deadline, outcome)
+        if lexical_call is None:
+            found, grepped = await semantic, None
+        else:
+            found, grepped = await asyncio.gather(
+                semantic, _leg("recall.lexical", lexical_call, deadline, outcome)
+            )
+        hand_over(skill_pool, pool_skills(found, limit) if found is not None else None)
+        found = found or FindResult()
+        stored, turn_hits = split_hits(found.memories[:TURN_CANDIDATES])
+        memories = [c for c in merge_candidates([stored], agent_id) if c.uri not in exclude_uris]
+        selected = select_candidates(memories, config.score_threshold, config.candidate_limit)
+        ranked_memories = [c for c, _ in rank_candidates(selected, query)[: config.limit]]
+        dense = semantic_turns(turn_hits, config.score_threshold)
+        indexed = (
+            exchanges.search(tenant, terms, LEXICAL_CANDIDATES)
+            if exchanges is not None and config.lexical_source == "index" and terms
+            else None
+        )
+        matched = lexical_turns(terms, dense, grepped, indexed) if config.lexical_source != "off" else []
+        by_uri = {c.uri: c for c in [*matched, *dense, *ranked_memories]}
+        focus = folded_terms(terms)
+        fused = reciprocal_rank_fusion(
+            [[c.uri for c in ranked_memories], [c.uri for c in dense], [c.uri for c in matched]]
+        )
+        # Built lazily, best first: fitting the token cap stops at the first item past it.
+        items = (
+            RecalledItem(by_uri[uri], rank, content_of(by_uri[uri], config, focus))
+            for uri, rank in fused
+            if uri not in exclude_uris
+        )
+        kept = islice(distinct(i for i in items if i.content), config.max_items or None)
+        outcome.items = fit_token_budget(kept, counter, config.token_budget)
+        return outcome
+    finally:
+        hand_over(skill_pool, None)  # a no-op once the find's result was handed over
