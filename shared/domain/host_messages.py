@@ -17,8 +17,10 @@ The same decoded message objects come back call after call, so what is derived f
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 from contextengine.v1 import common_pb2
 from google.protobuf.message import DecodeError
@@ -173,28 +175,45 @@ def without_engine_injections(wires: Sequence[bytes]) -> list[bytes]:
 
     Only messages whose bytes hold a trace of an injection are decoded. One that does not decode
     is kept, for `host_transcript` to name."""
-    suspects: dict[int, common_pb2.ConversationMessage] = {}
-    for index, wire in enumerate(wires):
-        if any(trace in wire for trace in _INJECTION_TRACES):
-            try:
-                suspects[index] = common_pb2.ConversationMessage.FromString(wire)
-            except DecodeError:
-                continue
+    suspects = _decoded(wires, _holding(wires, _INJECTION_TRACES))
     if not suspects:
         return list(wires)
     recall_ids = recall_call_ids(suspects.values())
-    traces = [call_id.encode() for call_id in recall_ids]
-    for index, wire in enumerate(wires):
-        if index not in suspects and any(trace in wire for trace in traces):
-            try:
-                suspects[index] = common_pb2.ConversationMessage.FromString(wire)
-            except DecodeError:
-                continue
+    by_call_id = _holding(wires, [call_id.encode() for call_id in recall_ids])
+    suspects |= _decoded(wires, by_call_id - suspects.keys())
     return [
         wire
         for index, wire in enumerate(wires)
         if index not in suspects or not is_injected_message(suspects[index], recall_ids)
     ]
+
+
+def _holding(wires: Sequence[bytes], traces: Sequence[bytes]) -> set[int]:
+    """Indices of the wires containing any of `traces`. The wires are searched joined, one
+    `bytes.find` pass per trace (a transcript is thousands of messages, a trace rarely in one);
+    the NUL between them, in no trace, keeps a match inside one wire."""
+    if not traces:
+        return set()
+    joined = b"\0".join(wires)
+    starts = list(accumulate((len(wire) + 1 for wire in wires), initial=0))
+    found: set[int] = set()
+    for trace in traces:
+        at = joined.find(trace)
+        while at != -1:
+            index = bisect_right(starts, at) - 1
+            found.add(index)
+            at = joined.find(trace, starts[index + 1])
+    return found
+
+
+def _decoded(wires: Sequence[bytes], indices: set[int]) -> dict[int, common_pb2.ConversationMessage]:
+    decoded: dict[int, common_pb2.ConversationMessage] = {}
+    for index in sorted(indices):
+        try:
+            decoded[index] = common_pb2.ConversationMessage.FromString(wires[index])
+        except DecodeError:
+            continue
+    return decoded
 
 
 def newest_first(wires: Sequence[bytes], cache: HostMessageCache) -> Iterator[common_pb2.ConversationMessage]:
