@@ -33,6 +33,7 @@ from datetime import UTC, datetime
 from typing import Protocol
 
 from services.assembly.lexical import LexicalHit, documents
+from services.assembly.ports import Grep
 from shared.domain.turn_index import TURN_INDEX_ROOT, is_turn_uri
 from shared.domain.turn_index_folders import FolderLister, turn_index_folders
 from shared.openviking.models.search import GrepResult
@@ -52,22 +53,8 @@ SYNC_CONCURRENCY = 4
 _SAFE_TERM = re.compile(r"[^\w@./-]+")
 
 
-class IndexSource(FolderLister, Protocol):
+class IndexSource(FolderLister, Grep, Protocol):
     """What the sync reads from OpenViking: folder listings and grep."""
-
-    async def grep(
-        self,
-        tenant: Tenant,
-        uri: str,
-        pattern: str,
-        *,
-        case_insensitive: bool = False,
-        node_limit: int | None = None,
-        tags: Sequence[str] | None = None,
-        before_context: int | None = None,
-        after_context: int | None = None,
-        deadline: float | None = None,
-    ) -> GrepResult: ...
 
 
 def fts_query(terms: Sequence[str]) -> str:

@@ -10,7 +10,25 @@ from shared.openviking.models.search import FindResult, GrepResult
 from shared.openviking.tenant import Tenant
 
 
-class MemorySearch(Protocol):
+class Grep(Protocol):
+    """OpenViking's full-text search over a folder."""
+
+    async def grep(
+        self,
+        tenant: Tenant,
+        uri: str,
+        pattern: str,
+        *,
+        case_insensitive: bool = False,
+        node_limit: int | None = None,
+        tags: Sequence[str] | None = None,
+        before_context: int | None = None,
+        after_context: int | None = None,
+        deadline: float | None = None,
+    ) -> GrepResult: ...
+
+
+class MemorySearch(Grep, Protocol):
     async def find(
         self,
         tenant: Tenant,
@@ -27,20 +45,6 @@ class MemorySearch(Protocol):
         context_type: str | Sequence[str] | None = None,
         deadline: float | None = None,
     ) -> FindResult: ...
-
-    async def grep(
-        self,
-        tenant: Tenant,
-        uri: str,
-        pattern: str,
-        *,
-        case_insensitive: bool = False,
-        node_limit: int | None = None,
-        tags: Sequence[str] | None = None,
-        before_context: int | None = None,
-        after_context: int | None = None,
-        deadline: float | None = None,
-    ) -> GrepResult: ...
 
     async def read(
         self,
