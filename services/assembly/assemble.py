@@ -75,6 +75,15 @@ def recall_share(configured: float, query: RecallQuery) -> float:
     return min(configured, FOLLOW_UP_RECALL_SHARE) if query.leans_on_earlier else configured
 
 
+async def requests_out() -> None:
+    """Yield until what was just started has sent its requests: retrieval's and the sources'
+    tasks take their first steps, then the tasks those start (recall's find and grep), before
+    the caller's CPU work (the transcript's) delays them. Each yield lets every task ready
+    before it run one step (asyncio's ready queue is first in, first out)."""
+    for _ in range(2):
+        await asyncio.sleep(0)
+
+
 def retrieval_deadline(now: float, time_remaining: float | None, recall_timeout_ms: int) -> float:
     """Absolute monotonic deadline for retrieval: recall_timeout_ms, capped by the caller's deadline."""
     budget = recall_timeout_ms / 1000.0
@@ -175,7 +184,7 @@ async def assemble_context(
         skill_pool=retrieval.skill_pool,
         deadline=deadline,
     )
-    await asyncio.sleep(0)  # let retrieval's requests go out before the transcript's CPU work
+    await requests_out()
     try:
         transcript = host_transcript(wires, caches.host_messages, identity.buffer_key)
     except BaseException:

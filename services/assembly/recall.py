@@ -269,13 +269,20 @@ async def recall_memories(
             node_limit=lexical.MATCH_LIMIT, before_context=lexical.CONTEXT_LINES,
             after_context=lexical.CONTEXT_LINES, deadline=deadline,
         ) if terms and config.lexical_source == "grep" else None  # fmt: skip
-        semantic = _leg("recall.semantic", semantic_call, deadline, outcome)
-        if lexical_call is None:
-            found, grepped = await semantic, None
-        else:
-            found, grepped = await asyncio.gather(
-                semantic, _leg("recall.lexical", lexical_call, deadline, outcome)
+        # The legs' requests go out first (their tasks' first steps); the exchange index is
+        # searched while OpenViking answers. A leg reports its failure, it never raises.
+        async with asyncio.TaskGroup() as legs:
+            semantic = legs.create_task(_leg("recall.semantic", semantic_call, deadline, outcome))
+            grep = None if lexical_call is None else legs.create_task(
+                _leg("recall.lexical", lexical_call, deadline, outcome)
+            )  # fmt: skip
+            await asyncio.sleep(0)
+            indexed = (
+                exchanges.search(tenant, terms, LEXICAL_CANDIDATES)
+                if exchanges is not None and config.lexical_source == "index" and terms
+                else None
             )
+        found, grepped = semantic.result(), None if grep is None else grep.result()
         hand_over(skill_pool, pool_skills(found, limit) if found is not None else None)
         found = found or FindResult()
         stored, turn_hits = split_hits(found.memories[:TURN_CANDIDATES])
@@ -283,11 +290,6 @@ async def recall_memories(
         selected = select_candidates(memories, config.score_threshold, config.candidate_limit)
         ranked_memories = [c for c, _ in rank_candidates(selected, query)[: config.limit]]
         dense = semantic_turns(turn_hits, config.score_threshold)
-        indexed = (
-            exchanges.search(tenant, terms, LEXICAL_CANDIDATES)
-            if exchanges is not None and config.lexical_source == "index" and terms
-            else None
-        )
         matched = lexical_turns(terms, dense, grepped, indexed) if config.lexical_source != "off" else []
         by_uri = {c.uri: c for c in [*matched, *dense, *ranked_memories]}
         focus = folded_terms(terms)

@@ -6,6 +6,7 @@ serialises the reply, as the gRPC server does (only grpc's C core is left out). 
 
 - CPU ms per Assemble (`time.thread_time` of the event loop's thread, without the profiler): the
   engine's own work, the OpenViking client's included, waits and other threads excluded;
+- of which Python's garbage collector (`gc.callbacks`), per Assemble, by generation collected;
 - the top functions by own time (cProfile `tottime`) over the profiled calls, the event loop's
   poll (time spent waiting for OpenViking) left out.
 """
@@ -13,6 +14,7 @@ serialises the reply, as the gRPC server does (only grpc's C core is left out). 
 from __future__ import annotations
 
 import cProfile
+import gc
 import io
 import pstats
 import time
@@ -30,6 +32,29 @@ from tests.bench.common import percentile, rounded
 TOP_FUNCTIONS = 25
 WAITS = ("poll' of 'select.epoll", "select' of 'select")
 """Built-ins whose own time is the event loop waiting, not work."""
+
+
+class _CollectorTime:
+    """Time the garbage collector runs while active, and its collections by generation."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.collections = [0, 0, 0]
+        self._started = 0.0
+
+    def __enter__(self) -> _CollectorTime:
+        gc.callbacks.append(self._observe)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        gc.callbacks.remove(self._observe)
+
+    def _observe(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.perf_counter()
+            return
+        self.seconds += time.perf_counter() - self._started
+        self.collections[info["generation"]] += 1
 
 
 class _NoDeadline:
@@ -74,10 +99,11 @@ async def profile_assemble(
         for wire in wires[:2]:
             await one(wire)
         cpu_ms: list[float] = []
-        for wire in wires:
-            start = time.thread_time()
-            await one(wire)
-            cpu_ms.append((time.thread_time() - start) * 1000)
+        with _CollectorTime() as collector:
+            for wire in wires:
+                start = time.thread_time()
+                await one(wire)
+                cpu_ms.append((time.thread_time() - start) * 1000)
         profile = cProfile.Profile()
         profile.enable()
         for wire in wires:
@@ -92,5 +118,7 @@ async def profile_assemble(
         "transcript_messages": len(requests[0].messages) if requests else 0,
         "cpu_ms_p50": rounded(percentile(cpu_ms, 50)),
         "cpu_ms_p95": rounded(percentile(cpu_ms, 95)),
+        "gc_ms_per_call": rounded(collector.seconds * 1000 / max(1, len(wires))),
+        "gc_collections": collector.collections,
         "top": _top(profile, len(wires)),
     }

@@ -155,7 +155,9 @@ def profile_table(report: dict[str, Any]) -> list[str]:
         "",
         f"Assemble in process over the {profile['transcript_messages']}-message transcript "
         f"({profile['calls']} calls): CPU p50 {fmt(profile['cpu_ms_p50'])} ms, p95 "
-        f"{fmt(profile['cpu_ms_p95'])} ms per call (without the profiler); top functions by own time "
+        f"{fmt(profile['cpu_ms_p95'])} ms per call (without the profiler), of which the garbage "
+        f"collector {fmt(profile.get('gc_ms_per_call'))} ms (collections by generation: "
+        f"{profile.get('gc_collections')}); top functions by own time "
         "under cProfile (`bench-results/assemble-profile.txt`):",
         "",
         "| function | calls/Assemble | own ms/Assemble | cumulative ms/Assemble |",
