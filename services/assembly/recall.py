@@ -30,6 +30,7 @@ import re
 import time
 from collections.abc import Awaitable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from itertools import islice
 from typing import NamedTuple, TypeVar
 
@@ -216,13 +217,21 @@ def distinct(items: Iterable[RecalledItem]) -> Iterator[RecalledItem]:
     moved evidence recall at 1k from 74.9 to 80.4 %."""
     seen: set[str] = set()
     for item in items:
-        key = " ".join(_ROLE_LABEL.sub("", item.content).lower().split())
+        key = _said(item.content)
         if key not in seen:
             seen.add(key)
             yield item
 
 
 _ROLE_LABEL = re.compile(r"^(?:user|assistant|tool|system): ", re.MULTILINE)
+DISTINCT_KEYS_KEPT = 8_192
+"""Items whose folded text a process remembers (the same exchanges are recalled call after call)."""
+
+
+@lru_cache(maxsize=DISTINCT_KEYS_KEPT)
+def _said(content: str) -> str:
+    """What an item says, roles aside, case and spacing folded."""
+    return " ".join(_ROLE_LABEL.sub("", content).lower().split())
 
 
 async def _leg(what: str, call: Awaitable[T], deadline: float, outcome: RecallOutcome) -> T | None:
