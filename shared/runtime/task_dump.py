@@ -8,7 +8,6 @@ every engine process before it reports a failure.
 from __future__ import annotations
 
 import asyncio
-import io
 import logging
 import signal
 
@@ -22,11 +21,19 @@ def dump_tasks() -> int:
     """Log each pending task of the running loop with its awaiting frames; return how many."""
     tasks = sorted(asyncio.all_tasks(), key=lambda t: t.get_name())
     for task in tasks:
-        stack = io.StringIO()
-        task.print_stack(limit=STACK_FRAMES, file=stack)
-        log.warning("task %s:\n%s", task.get_name(), stack.getvalue().rstrip())
+        log.warning("task %s:\n%s", task.get_name(), _frames(task))
     log.warning("%d asyncio tasks pending", len(tasks))
     return len(tasks)
+
+
+def _frames(task: asyncio.Task[object]) -> str:
+    """Where `task` waits, innermost last. Built from the frames themselves: a suspended
+    coroutine's frame can have no line number, which `Task.print_stack` fails on (3.11)."""
+    lines = []
+    for frame in task.get_stack(limit=STACK_FRAMES):
+        code = frame.f_code
+        lines.append(f"  {code.co_filename}:{frame.f_lineno or code.co_firstlineno} in {code.co_name}")
+    return "\n".join(lines)
 
 
 def install_task_dump(loop: asyncio.AbstractEventLoop) -> None:
