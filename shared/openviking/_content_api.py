@@ -9,7 +9,7 @@ from shared.errors import BackendError
 from shared.openviking._base_api import ApiBase
 from shared.openviking.models._base import parse_result
 from shared.openviking.models.content import BatchWriteResult, WriteResult
-from shared.openviking.settings import CallKind
+from shared.openviking.settings import CallKind, write_kind
 from shared.openviking.tenant import Tenant
 
 WriteMode = Literal["replace", "append", "create"]
@@ -104,7 +104,7 @@ class ContentApi(ApiBase):
             "POST",
             "/api/v1/content/write",
             tenant=tenant,
-            kind=CallKind.CONTENT_WRITE,
+            kind=write_kind(wait=wait),
             idempotent=mode != "append",
             deadline=deadline,
             json={key: value for key, value in fields.items() if value is not None},
@@ -139,7 +139,7 @@ class ContentApi(ApiBase):
             "POST",
             "/api/v1/content/batch-write",
             tenant=tenant,
-            kind=CallKind.CONTENT_WRITE,
+            kind=write_kind(wait=wait),
             idempotent=all(op.get("mode", "replace") != "append" for op in operations),
             deadline=deadline,
             json={key: value for key, value in fields.items() if value is not None},

@@ -15,15 +15,21 @@ class CallKind(enum.Enum):
     READ = "read"
     """Session/task/context/archive/content/fs reads."""
     APPEND = "append"
-    """Adding messages, creating/deleting sessions, tags, mkdir/rm."""
+    """Adding messages, creating/deleting sessions, tags, mkdir/rm, content writes that do not wait
+    for processing (`wait=false`: answered in tens of milliseconds)."""
     SEARCH = "search"
     """find/search/grep (one query embedding plus a vector lookup)."""
     COMMIT = "commit"
     """Commit phase 1 (runs under a 30 s server-side lock)."""
     CONTENT_WRITE = "content_write"
-    """content/write and batch-write; `wait=true` can block for minutes when embedding is down."""
+    """content/write and batch-write with `wait=true`: can block for minutes when embedding is down."""
     ADMIN = "admin"
     """Account/user provisioning (the first request for a new account can take 2-23 s)."""
+
+
+def write_kind(*, wait: bool) -> CallKind:
+    """A content write waits for embedding only with `wait`; without it, it is a small write."""
+    return CallKind.CONTENT_WRITE if wait else CallKind.APPEND
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +47,7 @@ class CallTimeouts:
     commit: float = 40.0
     """Commit phase 1 (server lock timeout is 30 s)."""
     content_write: float = 150.0
-    """content/write and batch-write (`wait=true` blocked 134 s when embedding was down)."""
+    """content/write and batch-write with `wait=true` (it blocked 134 s when embedding was down)."""
     admin: float = 60.0
     """Admin provisioning calls."""
 

@@ -144,6 +144,26 @@ async def test_default_timeout_applies_without_a_deadline(scripted: ScriptedServ
     assert time.monotonic() - started < 1.0
 
 
+@pytest.mark.parametrize("wait", [False, True])
+async def test_a_content_write_waits_as_long_as_its_processing_may_take(
+    scripted: ScriptedServer, wait: bool
+) -> None:
+    """Without `wait` a write is answered at once: it has a small write's timeout, not the
+    minutes a write waiting for its embedding may take (a hung small write held a compaction
+    job, and its lease, for 150 s)."""
+    root, uri = "viking://resources/x", "viking://resources/x/a.json"
+    answer = {"status": "ok", "result": {"root_uri": root, "created": [uri]}}
+    scripted.script("POST", "/api/v1/content/batch-write", Reply(200, answer, delay=3.0))
+    short, long = 0.2, 30.0
+    timeouts = CallTimeouts(content_write=short if wait else long, append=long if wait else short)
+    retry = RetryPolicy(max_attempts=1)
+    async with OpenVikingClient(scripted.base_url, DevAuth(), timeouts=timeouts, retry=retry) as ov:
+        started = time.monotonic()
+        with pytest.raises(BackendTimeout):
+            await ov.batch_write(TENANT, root, [{"uri": uri, "content": "{}"}], wait=wait)
+    assert time.monotonic() - started < 1.0
+
+
 async def test_default_timeout_caps_a_later_deadline(scripted: ScriptedServer) -> None:
     scripted.script("GET", "/api/v1/sessions/s1", Reply(200, {"status": "ok", "result": SESSION}, delay=2.0))
     async with OpenVikingClient(scripted.base_url, DevAuth(), timeouts=CallTimeouts(read=0.2)) as ov:

@@ -4,7 +4,9 @@ Every byte goes through real sockets to the real server; the proxy only waits be
 the first chunk of a request that contains `pattern` (armed `count` times). When the client
 gives up meanwhile, the held request is still delivered and the upstream connection is kept
 open until OpenViking answered - the way a slow network or a busy server lands an append after
-the caller's timeout.
+the caller's timeout. When OpenViking goes away in the middle of a request (killed, restarted),
+the client's connection is closed too, as a direct connection would be; an idle keep-alive
+connection OpenViking closes is opened again for the client's next request.
 """
 
 from __future__ import annotations
@@ -69,14 +71,20 @@ class DelayProxy:
         held: list[DelayRule] = []
         upstream: asyncio.StreamWriter | None = None
         pump: asyncio.Task[None] | None = None
+        unanswered = False
+        """A request went upstream and no byte of an answer came back since."""
 
         async def to_client(reader: asyncio.StreamReader) -> None:
+            nonlocal unanswered
             while chunk := await reader.read(65536):
+                unanswered = False
                 for rule in held:
                     rule.delivered.set()
                 with contextlib.suppress(ConnectionError):
                     client_writer.write(chunk)
                     await client_writer.drain()
+            if unanswered:  # OpenViking went away in the middle of a request: so does the connection
+                client_writer.close()
 
         try:
             while chunk := await client_reader.read(65536):
@@ -88,6 +96,7 @@ class DelayProxy:
                     # (Re)connect: OpenViking closes idle keep-alive connections on its side.
                     up_reader, upstream = await asyncio.open_connection(*self._upstream)
                     pump = asyncio.create_task(to_client(up_reader))
+                unanswered = True
                 upstream.write(chunk)
                 await upstream.drain()
             if held and pump is not None:  # the client gave up; let OpenViking finish the request
