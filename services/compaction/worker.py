@@ -41,7 +41,6 @@ from services.compaction.transcript import session_turns
 from shared.domain.checkpoints import (
     CheckpointRecord,
     CheckpointStore,
-    checkpoint_uri,
     stream_of_checkpoint,
     utc_now,
 )
@@ -190,8 +189,12 @@ class CompactionWorker:
         tenant = identity.tenant
         record = await self._store.read(tenant, entry.checkpoint_id, deadline=deadline)
         if record is None:
-            record = new_record(identity, entry)
-            await self._store.create(tenant, record, deadline=deadline)
+            created = new_record(identity, entry)
+            if not await self._store.create(tenant, created, deadline=deadline):  # another caller is
+                record = await self._store.read(tenant, entry.checkpoint_id, deadline=deadline)
+                if record is None:
+                    return created  # ... still creating it: the sweep comes back to it
+            record = record or created
         if record.is_terminal:
             await forget_inflight(self._states, identity, entry.checkpoint_id, deadline)
             return record
@@ -387,7 +390,7 @@ class CompactionWorker:
 
         await self._states.update(identity, drop)
         try:
-            await self._ov.rm(identity.tenant, checkpoint_uri(record.stream_id, record.checkpoint_id))
+            await self._store.remove(identity.tenant, record.checkpoint_id)
         except BackendError as exc:
             log.warning("could not remove dropped checkpoint %s: %s", record.checkpoint_id, exc.message)
 

@@ -1,7 +1,9 @@
 """Compaction checkpoints (docs/design.md §5.3) and the provenance of extracted memories.
 
 One JSON document per checkpoint at
-`viking://~/resources/.contextengine/streams/<stream_id>/checkpoints/<checkpoint_id>.json`; the
+`viking://~/resources/.contextengine/streams/<stream_id>/checkpoints/<checkpoint_id>.json`, created
+once (`shared.domain.document_slots`: the folder `<checkpoint_id>.claim` beside it decides who
+creates it, and a creation left unfinished is taken over in `<checkpoint_id>.1.json`); the
 stream state's `checkpoint_ids` is the index. A checkpoint id embeds its stream id, so it can be
 found from the id alone. For every memory a commit extracted, a provenance document at
 `viking://~/resources/.contextengine/provenance/<sha256(memory uri)[:32]>.json` links the memory
@@ -26,8 +28,8 @@ from contextengine.v1 import checkpoint_pb2
 from google.protobuf.timestamp_pb2 import Timestamp
 from pydantic import BaseModel, Field
 
+from shared.domain.document_slots import DocumentSlots, SlotRead, checkpoint_layout
 from shared.domain.documents import ENGINE_ROOT, DocumentStore
-from shared.domain.state_slots import stream_dir
 from shared.errors import Aborted
 from shared.openviking.tenant import Tenant
 
@@ -67,10 +69,6 @@ def stream_of_checkpoint(checkpoint_id: str) -> str | None:
 
 def is_checkpoint_id(value: str) -> bool:
     return _CHECKPOINT_ID.match(value) is not None
-
-
-def checkpoint_uri(stream_id: str, checkpoint_id: str) -> str:
-    return f"{stream_dir(stream_id)}/checkpoints/{checkpoint_id}.json"
 
 
 def provenance_uri(memory_uri: str) -> str:
@@ -236,31 +234,47 @@ def from_proto(message: checkpoint_pb2.CompactCheckpoint, stream_id: str) -> Che
 
 
 class CheckpointStore:
-    """Checkpoint and provenance documents, updated with compare-and-swap."""
+    """Checkpoint and provenance documents, updated with compare-and-swap. A checkpoint is
+    created once (`document_slots`): no later reader that finds none can overwrite it."""
 
     def __init__(self, documents: DocumentStore) -> None:
         self._documents = documents
+        self._slots = DocumentSlots(documents)
+
+    async def _read(self, tenant: Tenant, checkpoint_id: str, deadline: float | None) -> tuple[str, SlotRead]:
+        """The checkpoint's slot URI and what it holds ("": not a checkpoint id)."""
+        stream_id = stream_of_checkpoint(checkpoint_id)
+        if stream_id is None:
+            return "", SlotRead(0, None)
+        layout = checkpoint_layout(stream_id, checkpoint_id)
+        read = await self._slots.read(tenant, layout, deadline=deadline)
+        return layout.slot_uri(read.slot), read
 
     async def read(
         self, tenant: Tenant, checkpoint_id: str, *, deadline: float | None = None
     ) -> CheckpointRecord | None:
-        stream_id = stream_of_checkpoint(checkpoint_id)
-        if stream_id is None:
-            return None
-        stored = await self._documents.read(
-            tenant, checkpoint_uri(stream_id, checkpoint_id), deadline=deadline
-        )
+        stored = (await self._read(tenant, checkpoint_id, deadline))[1].stored
         return CheckpointRecord.model_validate(stored.data) if stored else None
 
     async def create(
         self, tenant: Tenant, record: CheckpointRecord, *, deadline: float | None = None
-    ) -> None:
-        await self._documents.write(
-            tenant,
-            checkpoint_uri(record.stream_id, record.checkpoint_id),
-            record.model_dump(mode="json"),
-            deadline=deadline,
-        )
+    ) -> bool:
+        """Store a new checkpoint; False when another caller creates it (read it again)."""
+        layout = checkpoint_layout(record.stream_id, record.checkpoint_id)
+        read = await self._slots.read(tenant, layout, deadline=deadline)
+        if read.stored is not None:
+            return False
+        slot = await self._slots.claim(tenant, layout, read.slot, deadline=deadline)
+        if slot is None:
+            return False
+        await self._slots.create(tenant, layout, slot, record.model_dump(mode="json"), deadline=deadline)
+        return True
+
+    async def remove(self, tenant: Tenant, checkpoint_id: str, *, deadline: float | None = None) -> None:
+        """Delete the checkpoint's document (its creation claim stays: it is never created again)."""
+        uri, read = await self._read(tenant, checkpoint_id, deadline)
+        if read.stored is not None:
+            await self._documents.remove(tenant, uri, deadline=deadline)
 
     async def update(
         self,
@@ -271,12 +285,9 @@ class CheckpointStore:
         deadline: float | None = None,
     ) -> CheckpointRecord | None:
         """Apply `mutate` atomically (None leaves it unchanged); None when the checkpoint is unknown."""
-        stream_id = stream_of_checkpoint(checkpoint_id)
-        if stream_id is None:
-            return None
-        uri = checkpoint_uri(stream_id, checkpoint_id)
         for attempt in range(MAX_CAS_ATTEMPTS):
-            stored = await self._documents.read(tenant, uri, deadline=deadline)
+            uri, read = await self._read(tenant, checkpoint_id, deadline)
+            stored = read.stored
             if stored is None:
                 return None
             current = CheckpointRecord.model_validate(stored.data)

@@ -61,6 +61,10 @@ class DocumentStore:
         except BackendNotFound:
             return None
 
+    async def remove(self, tenant: Tenant, uri: str, *, deadline: float | None = None) -> None:
+        """Delete the document (a missing one is no error)."""
+        await self._ov.rm(tenant, uri, deadline=deadline)
+
     async def ensure_directory(self, tenant: Tenant, uri: str, *, deadline: float | None = None) -> bool:
         """Create `uri` (and parents); True when this call created it."""
         try:

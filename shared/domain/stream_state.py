@@ -25,9 +25,9 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, Field
 
+from shared.domain.document_slots import DocumentSlots, SlotRead, stream_state_layout
 from shared.domain.documents import DocumentStore, StoredDocument
 from shared.domain.identity import RequestIdentity
-from shared.domain.state_slots import SlotRead, StateSlots, slot_uri
 from shared.errors import Aborted
 from shared.openviking.models.parts import NewMessage
 from shared.openviking.tenant import Tenant
@@ -173,10 +173,10 @@ def initial_state(identity: RequestIdentity) -> StreamState:
 
 
 class StreamStateStore:
-    """Loads and updates stream state with optimistic concurrency (in its slot: `state_slots`)."""
+    """Loads and updates stream state with optimistic concurrency (in its slot: `document_slots`)."""
 
     def __init__(self, documents: DocumentStore) -> None:
-        self._slots = StateSlots(documents)
+        self._slots = DocumentSlots(documents)
         self._documents = documents
         self._last_seen: OrderedDict[tuple[str, str, str], tuple[int, StoredDocument]] = OrderedDict()
 
@@ -191,7 +191,9 @@ class StreamStateStore:
             self._last_seen.popitem(last=False)
 
     async def _read(self, identity: RequestIdentity, deadline: float | None) -> SlotRead:
-        read = await self._slots.read(identity.tenant, identity.stream_id, deadline=deadline)
+        read = await self._slots.read(
+            identity.tenant, stream_state_layout(identity.stream_id), deadline=deadline
+        )
         if read.stored is not None:
             self._remember(identity, read.slot, read.stored)
         return read
@@ -205,7 +207,7 @@ class StreamStateStore:
         self, tenant: Tenant, stream_id: str, *, deadline: float | None = None
     ) -> StreamState | None:
         """The current state of a stream known by its id alone (a listing, a checkpoint id)."""
-        stored = (await self._slots.read(tenant, stream_id, deadline=deadline)).stored
+        stored = (await self._slots.read(tenant, stream_state_layout(stream_id), deadline=deadline)).stored
         return StreamState.model_validate(stored.data) if stored else None
 
     async def _load_or_create(
@@ -213,7 +215,7 @@ class StreamStateStore:
     ) -> tuple[int, StoredDocument]:
         """The stored state and its slot; the replica that claims a slot creates it, the others
         wait for it as long as the call may (a creation's write can take seconds on a busy
-        OpenViking), and take over a creation left unfinished (`state_slots`)."""
+        OpenViking), and take over a creation left unfinished (`document_slots`)."""
         give_up = time.monotonic() + CREATION_WAIT_SECONDS
         if deadline is not None:
             give_up = min(give_up, deadline)
@@ -221,15 +223,15 @@ class StreamStateStore:
             read = await self._read(identity, deadline)
             if read.stored is not None:
                 return read.slot, read.stored
-            tenant, stream_id = identity.tenant, identity.stream_id
-            slot = await self._slots.claim(tenant, stream_id, read.slot, deadline=deadline)
+            tenant, layout = identity.tenant, stream_state_layout(identity.stream_id)
+            slot = await self._slots.claim(tenant, layout, read.slot, deadline=deadline)
             if slot is not None:
                 data = initial_state(identity).model_dump(mode="json")
-                stored = await self._slots.create(tenant, stream_id, slot, data, deadline=deadline)
+                stored = await self._slots.create(tenant, layout, slot, data, deadline=deadline)
                 self._remember(identity, slot, stored)
                 return slot, stored
             if time.monotonic() >= give_up:
-                raise Aborted(f"stream state of {stream_id} was not created in time")
+                raise Aborted(f"stream state of {identity.stream_id} was not created in time")
             await asyncio.sleep(0.05)  # another replica is creating it
 
     async def update(
@@ -260,7 +262,7 @@ class StreamStateStore:
                 self._remember(identity, slot, stored)
                 return current, False
             data = changed.model_dump(mode="json")
-            uri = slot_uri(identity.stream_id, slot)
+            uri = stream_state_layout(identity.stream_id).slot_uri(slot)
             try:
                 sha = await self._documents.write(
                     identity.tenant, uri, data, expected_sha256=stored.sha256, deadline=deadline

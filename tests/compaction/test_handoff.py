@@ -24,10 +24,12 @@ from contextengine.v1 import checkpoint_pb2, common_pb2, compaction_pb2
 
 from services.compaction import worker
 from services.compaction.worker import RESUME_BOUND_SECONDS, new_record
+from shared.domain import document_slots
 from shared.domain.checkpoints import CheckpointRecord, CheckpointStore, new_checkpoint_id, utc_now
 from shared.domain.documents import DocumentStore
 from shared.domain.handoff import hand_off
 from shared.domain.stream_state import InflightCompaction, StreamState, StreamStateStore
+from shared.openviking import DevAuth, OpenVikingClient
 from shared.openviking.http import HttpRequest, HttpResponse, Send
 from shared.openviking.settings import RetryPolicy
 from tests.compaction.helpers import (
@@ -231,3 +233,39 @@ async def test_an_outage_during_a_lease_renewal_does_not_stop_the_owner(
         assert down.attempts == 0  # the renewal was refused
         assert_committed(cp, (await writer.state()).sessions[0])
         assert not [r for r in caplog.records if "stopped" in r.getMessage()]
+
+
+class CheckpointsNotFound:
+    """HTTP middleware: every read of a checkpoint document is answered 404, as OpenViking
+    answered one while it shut down (a reader then took the checkpoint for a new one)."""
+
+    async def __call__(self, request: HttpRequest, send: Send) -> HttpResponse:
+        uri = dict(request.query).get("uri", "")
+        if request.path.endswith("/content/read") and "/checkpoints/" in uri:
+            body = {"status": "error", "error": {"code": "NOT_FOUND", "message": "File not found"}}
+            return HttpResponse(404, "Not Found", json.dumps(body).encode())
+        return await send(request)
+
+
+async def test_a_finished_checkpoint_is_never_created_again(
+    openviking: OpenVikingEndpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by the chaos run: a hand-off's checkpoint, COMPLETED and dropped from the stream,
+    was written again as a new PENDING one by a caller whose read had found nothing. Even a
+    caller that never sees the document, and may take over any creation at once, cannot."""
+    monkeypatch.setattr(document_slots, "TAKEOVER_AFTER_SECONDS", 0.0)
+    async with replica(settings_for(openviking.base_url)) as service:
+        who = identity()
+        writer = StreamWriter(service.openviking, who)
+        await writer.append(conversation(LINES))
+        entry = await recorded_hand_off(writer)
+        cp = await settled(service.stub, who, entry.checkpoint_id, within=60)
+        assert_committed(cp, entry.session_id)
+        tenant = writer.identity.tenant
+        blind = OpenVikingClient(openviking.base_url, DevAuth(), middlewares=[CheckpointsNotFound()])
+        async with blind:
+            store = CheckpointStore(DocumentStore(blind))
+            assert await store.read(tenant, entry.checkpoint_id) is None  # it sees nothing
+            assert not await store.create(tenant, new_record(writer.identity, entry))
+        stored = await CheckpointStore(DocumentStore(service.openviking)).read(tenant, entry.checkpoint_id)
+        assert stored is not None and stored.status == COMPLETED and stored.archive_uri == cp.archive_uri

@@ -1,5 +1,5 @@
-"""A stream whose state creation was left unfinished is taken over, and no stored state is ever
-overwritten by a creation (`shared.domain.state_slots`).
+"""A document whose creation was left unfinished is taken over, and no stored document is ever
+overwritten by a creation (`shared.domain.document_slots`): a stream's state, a checkpoint.
 
 The failure this guards against was found by the chaos run: the replica whose `mkdir` of a new
 stream's directory won had its state write fail (OpenViking restarting), and every later call of
@@ -17,9 +17,9 @@ import pytest
 from grpc import aio
 
 from shared.config import load_settings
-from shared.domain import state_slots
+from shared.domain import document_slots
+from shared.domain.document_slots import DocumentSlots, stream_dir, stream_state_layout
 from shared.domain.documents import DocumentStore
-from shared.domain.state_slots import StateSlots, slot_uri, stream_dir
 from shared.domain.stream_state import StreamState, StreamStateStore, initial_state
 from shared.errors import Aborted
 from shared.openviking.http import HttpRequest, HttpResponse, Send
@@ -39,26 +39,28 @@ async def test_a_creation_left_unfinished_is_taken_over_and_its_late_write_refus
     host = await capture_stack.start()
     identity = new_identity()
     who = parsed(identity)
-    documents = DocumentStore(host.openviking)
+    documents, layout = DocumentStore(host.openviking), stream_state_layout(who.stream_id)
     assert await documents.ensure_directory(who.tenant, stream_dir(who.stream_id))  # the dead creator's claim
 
     with pytest.raises(aio.AioRpcError) as waited:  # the claim is fresh: its creator may be alive
         await host.stub.AfterTurn(after_turn(identity, conversation(2), 0), timeout=1.5)
     assert waited.value.code() in (grpc.StatusCode.ABORTED, grpc.StatusCode.DEADLINE_EXCEEDED)
-    assert await documents.entry(who.tenant, slot_uri(who.stream_id, 0)) is None  # not fenced
+    assert await documents.entry(who.tenant, layout.slot_uri(0)) is None  # not fenced
 
-    monkeypatch.setattr(state_slots, "TAKEOVER_AFTER_SECONDS", 0.0)
+    monkeypatch.setattr(document_slots, "TAKEOVER_AFTER_SECONDS", 0.0)
     transcript = conversation(3)
     answer = await host.stub.AfterTurn(after_turn(identity, transcript, 0), timeout=30)
     assert answer.persisted_count == len(transcript)
-    fence = await documents.entry(who.tenant, slot_uri(who.stream_id, 0))
+    fence = await documents.entry(who.tenant, layout.slot_uri(0))
     assert fence is not None and fence.is_dir
     await assert_once_in_order(host.openviking, identity, len(transcript))
 
     before = await stream_state(host.openviking, identity)
     late = initial_state(who).model_dump(mode="json")
     with pytest.raises(Aborted, match="taken over"):  # the dead creator's write, landing now
-        await StateSlots(documents).create(who.tenant, who.stream_id, 0, late, deadline=None)
+        await DocumentSlots(documents).create(
+            who.tenant, stream_state_layout(who.stream_id), 0, late, deadline=None
+        )
     after = await stream_state(host.openviking, identity)
     assert after.last_sequence == before.last_sequence == len(transcript) - 1
 
@@ -72,17 +74,17 @@ async def test_a_creation_that_landed_is_never_fenced(
     capture_stack: CaptureStack, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Even when takeover is allowed at once, a slot holding a state is used, not replaced."""
-    monkeypatch.setattr(state_slots, "TAKEOVER_AFTER_SECONDS", 0.0)
+    monkeypatch.setattr(document_slots, "TAKEOVER_AFTER_SECONDS", 0.0)
     host = await capture_stack.start()
     identity = new_identity()
     transcript = conversation(2)
     await host.stub.AfterTurn(after_turn(identity, transcript, 0), timeout=30)
     who = parsed(identity)
-    slots = StateSlots(DocumentStore(host.openviking))
-    read = await slots.read(who.tenant, who.stream_id, deadline=None)
+    slots, layout = DocumentSlots(DocumentStore(host.openviking)), stream_state_layout(who.stream_id)
+    read = await slots.read(who.tenant, layout, deadline=None)
     assert read.slot == 0 and read.stored is not None
-    assert await slots.claim(who.tenant, who.stream_id, 0, deadline=None) is None
-    assert (await slots.read(who.tenant, who.stream_id, deadline=None)).stored == read.stored
+    assert await slots.claim(who.tenant, layout, 0, deadline=None) is None
+    assert (await slots.read(who.tenant, layout, deadline=None)).stored == read.stored
 
 
 class SlowCreation:
@@ -104,7 +106,7 @@ async def test_racing_creators_with_instant_takeover_lose_no_update(
     """The worst case for creation: each caller of a new stream is a replica of its own whose
     creations are slow, and may take over any other's at once. Each update a caller was told
     succeeded is in the final state, whichever slot it ended in."""
-    monkeypatch.setattr(state_slots, "TAKEOVER_AFTER_SECONDS", 0.0)
+    monkeypatch.setattr(document_slots, "TAKEOVER_AFTER_SECONDS", 0.0)
     settings = load_settings(environ={}, overrides={"baseUrl": openviking.base_url})
     who = parsed(new_identity())
 
@@ -122,6 +124,8 @@ async def test_racing_creators_with_instant_takeover_lose_no_update(
 
     succeeded = sum(await asyncio.gather(*(one_update() for _ in range(callers))))
     async with build_openviking_client(settings) as ov:
-        read = await StateSlots(DocumentStore(ov)).read(who.tenant, who.stream_id, deadline=None)
+        read = await DocumentSlots(DocumentStore(ov)).read(
+            who.tenant, stream_state_layout(who.stream_id), deadline=None
+        )
     assert succeeded >= 1 and read.stored is not None
     assert read.stored.data["turns_since_compaction"] == succeeded
