@@ -33,6 +33,7 @@ from shared.openviking import DevAuth, OpenVikingClient
 from shared.openviking.http import HttpRequest, HttpResponse, Send
 from shared.openviking.settings import RetryPolicy
 from tests.compaction.helpers import (
+    Replica,
     StreamWriter,
     compact_request,
     conversation,
@@ -72,6 +73,19 @@ async def recorded_hand_off(writer: StreamWriter) -> InflightCompaction:
     return state.inflight[-1]
 
 
+async def committed_hand_off(
+    service: Replica,
+) -> tuple[StreamWriter, InflightCompaction, checkpoint_pb2.CompactCheckpoint]:
+    """A new stream's turns handed off the way capture does, owned by `service` to COMPLETED."""
+    who = identity()
+    writer = StreamWriter(service.openviking, who)
+    await writer.append(conversation(LINES))
+    entry = await recorded_hand_off(writer)
+    cp = await settled(service.stub, who, entry.checkpoint_id, within=60)
+    assert_committed(cp, entry.session_id)
+    return writer, entry, cp
+
+
 def assert_committed(cp: checkpoint_pb2.CompactCheckpoint, session_id: str) -> None:
     assert cp.status == COMPLETED, cp
     assert cp.session_id == session_id and cp.archive_uri.endswith("/history/archive_001"), cp
@@ -82,12 +96,7 @@ async def test_hand_off_without_a_checkpoint_document_is_owned_and_committed(
     openviking: OpenVikingEndpoint,
 ) -> None:
     async with replica(settings_for(openviking.base_url)) as service:
-        who = identity()
-        writer = StreamWriter(service.openviking, who)
-        await writer.append(conversation(LINES))
-        entry = await recorded_hand_off(writer)
-        cp = await settled(service.stub, who, entry.checkpoint_id, within=60)
-        assert_committed(cp, entry.session_id)
+        writer, _, _ = await committed_hand_off(service)
         # the owner drops the hand-off from the stream in the write after the COMPLETED one
         give_up = time.monotonic() + 10
         state = await writer.state()
@@ -255,12 +264,7 @@ async def test_a_finished_checkpoint_is_never_created_again(
     caller that never sees the document, and may take over any creation at once, cannot."""
     monkeypatch.setattr(document_slots, "TAKEOVER_AFTER_SECONDS", 0.0)
     async with replica(settings_for(openviking.base_url)) as service:
-        who = identity()
-        writer = StreamWriter(service.openviking, who)
-        await writer.append(conversation(LINES))
-        entry = await recorded_hand_off(writer)
-        cp = await settled(service.stub, who, entry.checkpoint_id, within=60)
-        assert_committed(cp, entry.session_id)
+        writer, entry, cp = await committed_hand_off(service)
         tenant = writer.identity.tenant
         blind = OpenVikingClient(openviking.base_url, DevAuth(), middlewares=[CheckpointsNotFound()])
         async with blind:
