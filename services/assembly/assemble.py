@@ -12,7 +12,6 @@ import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import islice
 
 from contextengine.v1 import common_pb2, packet_pb2
 
@@ -45,7 +44,7 @@ from shared.domain.envelope import turn_id_for
 from shared.domain.host_messages import (
     HostMessageCache,
     host_transcript,
-    newest_first,
+    newest_own_messages,
     without_engine_injections,
 )
 from shared.domain.identity import RequestIdentity
@@ -151,14 +150,14 @@ async def assemble_context(
     1. the recall intent (`services.assembly.recall_intent`): recall or not, its sources, the query,
        from the prompt and the newest messages only;
     2. retrieval (profile, recall, summaries) and the sources (skills, tools, directory) sent off;
-    3. the host transcript taken up (decoded, validated, split into turns) while it is in flight;
+    3. the host transcript taken up (injections dropped, decoded, validated, split into turns)
+       while it is in flight (step 1 reads only the transcript's tail);
     4. packing into the budget, once retrieval is in;
     5. the packet that says what was chosen and why.
     """
-    wires = without_engine_injections(wires)
     budget = token_budget or settings.default_token_budget
     counter = TokenCounter.for_model(model, settings.default_encoding)
-    recent = list(islice(newest_first(wires, caches.host_messages), INTENT_MESSAGES))
+    recent = newest_own_messages(wires, caches.host_messages, INTENT_MESSAGES)
     intent = recall_intent(recent, settings.assemble_recall_window, prompt, auto_recall=settings.auto_recall)
     query = intent.as_recall_query()
     retrieval = Retrieval.start(
@@ -186,7 +185,9 @@ async def assemble_context(
     )
     await requests_out()
     try:
-        transcript = host_transcript(wires, caches.host_messages, identity.buffer_key)
+        transcript = host_transcript(
+            without_engine_injections(wires), caches.host_messages, identity.buffer_key
+        )
     except BaseException:
         retrieval.abandon()
         sources.abandon()

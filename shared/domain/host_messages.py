@@ -20,7 +20,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate
+from itertools import accumulate, islice
 
 from contextengine.v1 import common_pb2
 from google.protobuf.message import DecodeError
@@ -186,6 +186,24 @@ def without_engine_injections(wires: Sequence[bytes]) -> list[bytes]:
         for index, wire in enumerate(wires)
         if index not in suspects or not is_injected_message(suspects[index], recall_ids)
     ]
+
+
+def newest_own_messages(
+    wires: Sequence[bytes], cache: HostMessageCache, count: int
+) -> list[common_pb2.ConversationMessage]:
+    """The `count` newest host messages, newest first, less the engine's injections: the same as
+    the first `count` of `newest_first(without_engine_injections(wires))`, from the transcript's
+    tail alone (what decides the recall query need not wait for a scan of thousands of messages).
+
+    A tail that keeps more than `count` messages is enough: an injection is found in its own bytes
+    or, a recall result stripped of its tool name, by the call just before it, so only the tail's
+    oldest kept message could be judged differently than in the whole transcript."""
+    tail = max(2 * count, 1)
+    while True:
+        kept = without_engine_injections(wires[-tail:])
+        if len(kept) > count or tail >= len(wires):
+            return list(islice(newest_first(kept, cache), count))
+        tail *= 2
 
 
 def _holding(wires: Sequence[bytes], traces: Sequence[bytes]) -> set[int]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from itertools import islice
 
 import pytest
 from contextengine.v1 import assembly_pb2, common_pb2
@@ -18,7 +19,12 @@ from services.assembly.injection import (
     injected_recall_pair,
     summary_message,
 )
-from shared.domain.host_messages import without_engine_injections
+from shared.domain.host_messages import (
+    HostMessageCache,
+    newest_first,
+    newest_own_messages,
+    without_engine_injections,
+)
 from shared.openviking import DevAuth, OpenVikingClient
 from tests.assembly.conftest import assembly_stub
 from tests.assembly.helpers import assistant, tool_result, unique_tenant, user
@@ -69,6 +75,22 @@ def test_injections_are_dropped_and_host_messages_kept_whatever_the_reshape(
     at = min(where, len(host))
     handed_back = host[:at] + [reshaped(m, **reshape) for m in injected] + host[at:]  # type: ignore[arg-type]
     assert without_engine_injections(wires_of(handed_back)) == wires_of(host)
+
+
+@given(transcripts(), HOST_RESHAPES, st.lists(st.integers(0, 20), max_size=4), st.integers(0, 12))
+def test_the_newest_own_messages_come_from_the_tail_as_from_the_whole(
+    host: list[Message], reshape: dict[str, object], wheres: list[int], count: int
+) -> None:
+    """The recall intent's messages, read from the transcript's tail before the whole is scanned,
+    are the ones the whole transcript less its injections ends with, wherever injections sit."""
+    handed_back = list(host)
+    for n, where in enumerate(sorted(wheres, reverse=True)):
+        call, result = injected_recall_pair(f"question {n}", [MEMORY], f"call{n}abcdefgh")
+        at = min(where, len(handed_back))
+        handed_back[at:at] = [reshaped(m, **reshape) for m in (call, result)]  # type: ignore[arg-type]
+    wires, cache = wires_of(handed_back), HostMessageCache()
+    whole = list(islice(newest_first(without_engine_injections(wires), cache), count))
+    assert newest_own_messages(wires, cache, count) == whole == host[::-1][:count]
 
 
 def test_a_host_message_that_mentions_the_markers_is_kept() -> None:

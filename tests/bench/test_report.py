@@ -9,7 +9,7 @@ from tests.bench.phases.growth import early_late, shortened
 from tests.bench.report.spans import calls_per_turn
 from tests.bench.report.tables import calls_table
 from tests.bench.report.targets import issue_targets, targets_table
-from tests.bench.traces import SERVER_KIND, SpanRecord, client_spans
+from tests.bench.traces import SERVER_KIND, SpanRecord, client_spans, split_rpcs
 from tests.bench.workload import generate
 
 
@@ -49,6 +49,20 @@ def test_client_spans_by_route_inside_the_window() -> None:
     rpcs, routes = client_spans(spans, "Compact", 0, 1000)
     assert rpcs == 1
     assert routes == {"POST /api/v1/sessions/{id}/commit": [0.0003], "GET /api/v1/tasks/{id}": [0.0001]}
+
+
+def test_split_rpcs_times_the_engine_before_and_after_openviking() -> None:
+    ms = 1_000_000
+    spans = [
+        SpanRecord(b"a", "/contextengine.v1.AssemblyService/Assemble", SERVER_KIND, 0, 40 * ms),
+        SpanRecord(b"a", "openviking POST /api/v1/search/find", 3, 3 * ms, 20 * ms),
+        SpanRecord(b"a", "openviking POST /api/v1/search/grep", 3, 4 * ms, 30 * ms),
+        SpanRecord(b"b", "/contextengine.v1.AssemblyService/Assemble", SERVER_KIND, 100 * ms, 105 * ms),
+    ]
+    got = {s.start_ns: s for s in split_rpcs(spans, ("Assemble",))}
+    assert (got[0].openviking_ms, got[0].before_ms, got[0].after_ms) == (27.0, 3.0, 10.0)
+    assert got[0].total_ms - got[0].openviking_ms == got[0].before_ms + got[0].after_ms
+    assert (got[100 * ms].before_ms, got[100 * ms].after_ms, got[100 * ms].openviking_calls) == (5.0, 0.0, 0)
 
 
 def test_targets_compare_with_the_same_run_and_say_what_is_not_measured() -> None:

@@ -93,6 +93,10 @@ class RpcSplit:
     total_ms: float
     openviking_ms: float
     openviking_calls: int
+    before_ms: float
+    """From the RPC's start to its first OpenViking call (the whole RPC when it made none)."""
+    after_ms: float
+    """From its last OpenViking call's end to the RPC's end (0 when it made none)."""
 
 
 def split_rpcs(spans: list[SpanRecord], methods: tuple[str, ...]) -> list[RpcSplit]:
@@ -121,6 +125,8 @@ def split_rpcs(spans: list[SpanRecord], methods: tuple[str, ...]) -> list[RpcSpl
                 total_ms=(root.end_ns - root.start_ns) / 1e6,
                 openviking_ms=_union_ns(calls) / 1e6,
                 openviking_calls=len(calls),
+                before_ms=(min((c[0] for c in calls), default=root.end_ns) - root.start_ns) / 1e6,
+                after_ms=(root.end_ns - max((c[1] for c in calls), default=root.end_ns)) / 1e6,
             )
         )
     return out

@@ -55,6 +55,8 @@ def wrapped_summary(spans: list[SpanRecord], windows: list[tuple[str, int, int]]
                     "engine_own_p95_ms": rounded(
                         percentile([s.total_ms - s.openviking_ms for s in chosen], 95)
                     ),
+                    "before_openviking_p50_ms": rounded(percentile([s.before_ms for s in chosen], 50)),
+                    "after_openviking_p50_ms": rounded(percentile([s.after_ms for s in chosen], 50)),
                     "openviking_calls_mean": rounded(
                         sum(s.openviking_calls for s in chosen) / len(chosen), 1
                     ),

@@ -73,14 +73,16 @@ def summary_table(report: dict[str, Any]) -> str:
         out += [
             "",
             "| engine spans: phase | RPC | n | server p50 ms | of which OpenViking p50 ms "
-            "| engine own p50 ms | engine own p95 ms | OpenViking calls/RPC |",
-            "|---|---|---:|---:|---:|---:|---:|---:|",
+            "| engine own p50 ms | engine own p95 ms | before the first OpenViking call p50 ms "
+            "| after the last p50 ms | OpenViking calls/RPC |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for w in wrapped:
             out.append(
                 f"| {w['phase']} | {w['method']} | {w['count']} | {fmt(w['server_p50_ms'])} "
                 f"| {fmt(w['openviking_p50_ms'])} | {fmt(w['engine_own_p50_ms'])} "
-                f"| {fmt(w['engine_own_p95_ms'])} | {fmt(w['openviking_calls_mean'])} |"
+                f"| {fmt(w['engine_own_p95_ms'])} | {fmt(w.get('before_openviking_p50_ms'))} "
+                f"| {fmt(w.get('after_openviking_p50_ms'))} | {fmt(w['openviking_calls_mean'])} |"
             )
     recall = report.get("recall", {}).get("hit_rate", {})
     if recall:

@@ -1,0 +1,66 @@
+"""The user's tool-experience document as capture replicas write it (real OpenViking): a replica
+that wrote it last writes the next lesson without reading it first, and a lesson another replica
+wrote in between is never lost."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+from contextengine.v1 import common_pb2
+
+from shared.config import Settings, load_settings
+from shared.domain.documents import DocumentStore
+from shared.domain.tool_experience import ToolExperience, read_tool_records
+from shared.openviking.client import OpenVikingClient
+from shared.openviking.tenant import Tenant
+from shared.runtime.context import build_openviking_client
+from tests.capture.messages import tool_call, tool_result, user
+from tests.support.call_log import CallLog
+from tests.support.stack import OpenVikingEndpoint
+
+pytestmark = pytest.mark.stack
+
+
+@pytest.fixture
+def settings(openviking: OpenVikingEndpoint) -> Settings:
+    return load_settings(environ={}, overrides={"baseUrl": openviking.base_url})
+
+
+@pytest.fixture
+async def logged(settings: Settings) -> AsyncIterator[tuple[CallLog, OpenVikingClient]]:
+    log = CallLog()
+    async with build_openviking_client(settings, middlewares=[log]) as client:
+        yield log, client
+
+
+def calls_of(tool: str, n: int, *, failed: bool) -> list[common_pb2.ConversationMessage]:
+    return [
+        user(f"run {tool} #{n}"),
+        tool_call(f"{tool}-{n}", tool, f'{{"n": {n}}}'),
+        tool_result(f"{tool}-{n}", tool, "boom" if failed else "ok", is_error=failed),
+    ]
+
+
+async def test_the_replica_that_wrote_last_writes_without_reading(
+    logged: tuple[CallLog, OpenVikingClient],
+) -> None:
+    log, client = logged
+    tenant = Tenant("acme", f"tools-{uuid.uuid4().hex[:8]}")
+    one, other = ToolExperience(DocumentStore(client)), ToolExperience(DocumentStore(client))
+
+    await one.record(tenant, calls_of("sql", 1, failed=True))
+    mark = log.mark()
+    await one.record(tenant, calls_of("sql", 2, failed=False))
+    assert [c.route for c in log.calls[mark:]] == ["/api/v1/content/batch-write"]
+
+    # Another replica's lesson in between: `one`'s memo is stale, its swap refused, nothing lost.
+    await other.record(tenant, calls_of("shell", 3, failed=True))
+    mark = log.mark()
+    await one.record(tenant, calls_of("sql", 4, failed=True))
+    routes = [c.route for c in log.calls[mark:]]
+    assert routes.count("/api/v1/content/read") == 1 and routes.count("/api/v1/content/batch-write") == 2
+    records = await read_tool_records(DocumentStore(client), tenant)
+    assert (records["sql"].failures, records["sql"].successes, records["sql"].awaiting_fix) == (2, 1, True)
+    assert records["shell"].failures == 1
