@@ -172,6 +172,7 @@ async def assemble_context(
         profiles=caches.profiles,
         exchanges=caches.exchanges,
         with_skills=wants_skills(intent),
+        transcript_shows=len(recent) > 1,
     )
     sources = ContextSources.start(
         client,

@@ -22,7 +22,7 @@ turns always form one contiguous tail of the transcript.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from contextengine.v1 import common_pb2, packet_pb2
@@ -165,7 +165,10 @@ class _Fill:
 
     room: int
     costs: _RecallCosts
-    eligible: list[int]
+    offered: int
+    """How many items recall offers (best first)."""
+    shown: Callable[[int], bool]
+    """Whether the raw turns kept so far show item `index` (it is then left out)."""
     cap: int
     raw: list[Turn]
     kept: list[int]
@@ -173,8 +176,8 @@ class _Fill:
 
     def recall(self, limit: int) -> None:
         """Add recalled items best first while the pair stays within `limit` (and the cap)."""
-        for index in self.eligible:
-            if index in self.kept:
+        for index in range(self.offered):
+            if index in self.kept or self.shown(index):
                 continue
             added = self.costs.item(index) + (0 if self.kept else self.costs.base)
             if self.recall_tokens + added > min(limit, self.cap) or added > self.room:
@@ -184,8 +187,8 @@ class _Fill:
             self.room -= added
 
     def forget_shown(self) -> None:
-        """Drop kept items that are no longer eligible (their exchange is now shown raw)."""
-        for index in [i for i in self.kept if i not in self.eligible]:
+        """Drop kept items whose exchange is now shown raw."""
+        for index in [i for i in self.kept if self.shown(i)]:
             self.kept.remove(index)
             added = self.costs.item(index) + (0 if self.kept else self.costs.base)
             self.recall_tokens -= added
@@ -235,11 +238,13 @@ def pack_context(
     summaries_kept = _fit_summaries(summaries, count, room - profile_tokens)
     summary_tokens = count.total(_summary_messages(summaries_kept))
     costs = _RecallCosts(recall, count)
-    shown = ShownExchanges(list(recall.memories) if recall else [])
+    memories = recall.memories if recall else []
+    shown = ShownExchanges(memories)
     fill = _Fill(
         room=room - profile_tokens - summary_tokens,
         costs=costs,
-        eligible=shown.not_shown([*window, *newest]),
+        offered=len(memories),
+        shown=shown.by([*window, *newest]),
         cap=recall_cap or budget,
         raw=list(newest),
         kept=[],
@@ -248,13 +253,14 @@ def pack_context(
     fill.recall(int(budget * recall_share))
     whole_window = fill.raw_turns(window, count, limit, pointer)
     # Against the raw turns as kept (elided, and without the window turns that did not fit).
-    fill.eligible = shown.not_shown(fill.raw)
+    fill.shown = shown.by(fill.raw)
     fill.recall(budget)
     if not summaries and whole_window:
         shown_before = len(fill.raw)
         fill.raw_turns(older, count, limit, pointer)
         # What the turns kept so far show is left out already: only the older turns added can show more.
-        fill.eligible = shown.not_shown(fill.raw[: len(fill.raw) - shown_before], among=fill.eligible)
+        by_kept, by_older = fill.shown, shown.by(fill.raw[: len(fill.raw) - shown_before])
+        fill.shown = lambda index: by_kept(index) or by_older(index)
         fill.forget_shown()
         fill.recall(budget)
     fill.kept.sort()  # best first, whichever fill added them

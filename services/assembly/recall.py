@@ -101,10 +101,13 @@ class RecallConfig:
     """Show an exchange's messages that share a word with the query only (`exchange_focus`)."""
 
     @classmethod
-    def from_settings(cls, settings: Settings, *, limit: int = 0, budget: int = 0) -> RecallConfig:
+    def from_settings(
+        cls, settings: Settings, *, limit: int = 0, budget: int = 0, transcript_shows: bool = True
+    ) -> RecallConfig:
         """Auto recall fills up to `budget` (the request's) unless recallTokenBudget caps it lower;
         explicit and fallback recall (no `budget`) return at most `limit` items within
-        recallTokenBudget, or the upstream 2,000 tokens when none is set."""
+        recallTokenBudget, or the upstream 2,000 tokens when none is set. `transcript_shows`:
+        the host's transcript holds messages before the prompt (raw exchanges packing may show)."""
         cap = settings.recall_token_budget
         token_budget = min(cap or budget, budget) if budget else cap or EXPLICIT_RECALL_TOKENS
         share = int(token_budget * (settings.recall_budget_share if budget else 1.0))
@@ -116,8 +119,10 @@ class RecallConfig:
             lexical_source=settings.recall_lexical_source,
             # Auto recall offers packing more than fits: packing leaves out what the host's
             # transcript already shows (in a continuing session its own exchanges rank high), and
-            # the rest must still fill the room.
-            token_budget=token_budget * SHOWN_HEADROOM if budget else token_budget,
+            # the rest must still fill the room. A prompt alone shows no exchange.
+            token_budget=token_budget * (SHOWN_HEADROOM if transcript_shows else 1)
+            if budget
+            else token_budget,
             max_items=0 if budget else limit or settings.recall_limit,
             max_turn_chars=share * CHARS_PER_TOKEN,
             focus_exchanges=share < WHOLE_EXCHANGES_FROM,
@@ -132,7 +137,8 @@ class RecalledItem(NamedTuple):
     candidate: Candidate
     rank: float
     content: str
-    tokens: int = 0
+    shown_as: MemoryForInjection | None = None
+    """What the model is shown of it, once kept (`fit_token_budget`)."""
 
     @property
     def said_at(self) -> str:
@@ -141,6 +147,8 @@ class RecalledItem(NamedTuple):
         return document_date(c.body) if c.kind == "turn" else said_from_tags(c.tags)
 
     def for_injection(self) -> MemoryForInjection:
+        if self.shown_as is not None:
+            return self.shown_as
         c = self.candidate
         return MemoryForInjection(c.uri, c.category, self.content, c.score, kind=c.kind, said_at=self.said_at)
 
@@ -173,10 +181,11 @@ def fit_token_budget(items: Iterable[RecalledItem], counter: TokenCounter, budge
     kept: list[RecalledItem] = []
     used = 0
     for item in items:
-        tokens = counter.count(item_piece(item.for_injection()))
+        shown_as = item.for_injection()
+        tokens = counter.count(item_piece(shown_as))
         if kept and used + tokens > budget:
             break
-        kept.append(RecalledItem(item.candidate, item.rank, item.content, tokens))
+        kept.append(item._replace(shown_as=shown_as))
         used += tokens
     return kept
 

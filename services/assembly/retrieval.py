@@ -65,7 +65,10 @@ class Retrieval:
         profiles: ProfileCache,
         exchanges: ExchangeIndex | None = None,
         with_skills: bool = False,
+        transcript_shows: bool = True,
     ) -> Retrieval:
+        """`transcript_shows`: the host's transcript holds messages before the prompt (recall
+        then offers packing more than fits, `RecallConfig.from_settings`)."""
         recall_on = settings.auto_recall
         skill_pool: SkillPool | None = (
             asyncio.get_running_loop().create_future() if with_skills and recall_on and query.query else None
@@ -78,7 +81,9 @@ class Retrieval:
                     tenant=identity.tenant,
                     agent_id=identity.agent_id,
                     query=query.query,
-                    config=RecallConfig.from_settings(settings, budget=budget),
+                    config=RecallConfig.from_settings(
+                        settings, budget=budget, transcript_shows=transcript_shows
+                    ),
                     counter=counter,
                     deadline=deadline,
                     exchanges=exchanges,

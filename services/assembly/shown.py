@@ -14,7 +14,7 @@ set intersection per line.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -88,49 +88,56 @@ def _words(content: str) -> frozenset[str]:
 
 
 class ShownExchanges:
-    """Which recalled exchanges the raw turns already show. An exchange is only searched for the
-    raw texts whose anchor word it contains (a set intersection), so the cost follows the matches,
-    not items x texts."""
+    """Which recalled exchanges the raw turns already show, item by item as packing reaches them
+    (it stops at the first that does not fit: most of what recall offers is never asked about).
+    An exchange is only searched for the raw texts whose anchor word it contains (a set
+    intersection), so the cost follows the matches, not items x texts."""
 
     def __init__(self, memories: Sequence[MemoryForInjection]) -> None:
-        self._lines = [_message_lines(m.content) if m.kind == "turn" else () for m in memories]
-        self._last: tuple[tuple[int, ...], list[int]] | None = None
-        """The last whole answer, by the identities of the raw messages it was for."""
+        self._memories = memories
+        self._last: tuple[tuple[int, ...], _ShownBy] | None = None
+        """The last raw turns asked about, by the identities of their messages."""
 
-    def not_shown(self, raw: Sequence[Turn], among: Sequence[int] | None = None) -> list[int]:
-        """Indexes of the items that are not raw exchanges already among `raw` (best first),
-        only of those `among` when given (in their order)."""
-        if among is not None:
-            return self._not_shown(raw, among)
-        # Packing asks again once the raw turns are kept; unless one was left out or elided,
-        # they are the very same messages.
+    def by(self, raw: Sequence[Turn]) -> Callable[[int], bool]:
+        """Whether item `index` is a raw exchange already among `raw`. Packing asks again once the
+        raw turns are kept; unless one was left out or elided, they are the very same messages,
+        and the answers given so far stand."""
         messages = tuple(id(message) for turn in raw for message in turn.messages)
         if self._last is None or self._last[0] != messages:
-            self._last = (messages, self._not_shown(raw, None))
-        return list(self._last[1])
+            self._last = (messages, _ShownBy(self._memories, raw))
+        return self._last[1].shows
 
-    def _not_shown(self, raw: Sequence[Turn], among: Sequence[int] | None) -> list[int]:
-        by_anchor: dict[str, list[str]] = {}
-        unanchored: list[str] = []
+
+class _ShownBy:
+    """The raw texts of some turns, indexed by anchor word, and the items judged so far."""
+
+    def __init__(self, memories: Sequence[MemoryForInjection], raw: Sequence[Turn]) -> None:
+        self._memories = memories
+        self._by_anchor: dict[str, list[str]] = {}
+        self._unanchored: list[str] = []
         for turn in raw:
             for message in turn.messages:
                 raw_text = _text_of(message)
                 if len(raw_text.text) < MIN_SHOWN_CHARS:
                     continue
                 if raw_text.anchor:
-                    by_anchor.setdefault(raw_text.anchor, []).append(raw_text.text)
+                    self._by_anchor.setdefault(raw_text.anchor, []).append(raw_text.text)
                 else:
-                    unanchored.append(raw_text.text)
-        anchors = frozenset(by_anchor)
-        lines = self._lines
+                    self._unanchored.append(raw_text.text)
+        self._anchors = frozenset(self._by_anchor)
+        self._judged: dict[int, bool] = {}
 
-        def shown(line: str) -> bool:  # holds a raw message's text
-            if any(map(line.__contains__, unanchored)):
-                return True
-            return any(text in line for word in _words(line) & anchors for text in by_anchor[word])
+    def shows(self, index: int) -> bool:
+        judged = self._judged.get(index)
+        if judged is None:
+            memory = self._memories[index]
+            lines = _message_lines(memory.content) if memory.kind == "turn" else ()
+            judged = bool(lines) and all(map(self._holds_raw_text, lines))
+            self._judged[index] = judged
+        return judged
 
-        return [
-            i
-            for i in (range(len(lines)) if among is None else among)
-            if not (lines[i] and all(shown(line) for line in lines[i]))
-        ]
+    def _holds_raw_text(self, line: str) -> bool:
+        if any(map(line.__contains__, self._unanchored)):
+            return True
+        by_anchor = self._by_anchor
+        return any(text in line for word in _words(line) & self._anchors for text in by_anchor[word])

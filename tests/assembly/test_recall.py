@@ -5,6 +5,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 from contextengine.v1 import packet_pb2
+from hypothesis import given
+from hypothesis import strategies as st
 
 from services.assembly.candidates import Candidate, agent_tag, category_of, merge_candidates, turn_candidate
 from services.assembly.exchange_focus import folded_terms
@@ -15,6 +17,8 @@ from services.assembly.memory_rules import (
     truncate_content,
 )
 from services.assembly.recall import (
+    EXPLICIT_RECALL_TOKENS,
+    SHOWN_HEADROOM,
     TURN_CANDIDATES,
     RecallConfig,
     RecalledItem,
@@ -128,7 +132,7 @@ def test_token_budget_counts_real_tokens_and_always_keeps_first() -> None:
     items = [RecalledItem(cand(f"{M}/n/{i}.md", 0.9), 1.0, "word " * 100) for i in range(5)]
     line_tokens = COUNTER.count(item_piece(items[0].for_injection()))
     kept = fit_token_budget(items, COUNTER, line_tokens * 2 + 1)
-    assert len(kept) == 2 and all(i.tokens == line_tokens for i in kept)
+    assert len(kept) == 2 and [i.shown_as for i in kept] == [i.for_injection() for i in items[:2]]
     assert len(fit_token_budget(items, COUNTER, 1)) == 1
 
 
@@ -251,3 +255,17 @@ def test_recalled_exchanges_are_focused_while_room_is_short_and_whole_once_it_is
     shown = content_of(exchange, config, folded_terms(["instrument"]))
     assert ("lovely" in shown) is not focused
     assert "secondhand ukulele" in shown
+
+
+@given(st.integers(0, 200_000), st.integers(0, 50_000))
+def test_recall_offers_packing_more_than_fits_only_when_the_transcript_may_show_exchanges(
+    budget: int, cap: int
+) -> None:
+    settings = Settings(recall_token_budget=cap)
+    alone = RecallConfig.from_settings(settings, budget=budget, transcript_shows=False)
+    shown = RecallConfig.from_settings(settings, budget=budget, transcript_shows=True)
+    if budget:
+        assert alone.token_budget == min(cap or budget, budget)
+        assert shown.token_budget == alone.token_budget * SHOWN_HEADROOM
+    else:  # explicit and fallback recall: the cap, or the upstream default
+        assert shown.token_budget == alone.token_budget == (cap or EXPLICIT_RECALL_TOKENS)

@@ -5,6 +5,7 @@ exchange only one of whose messages is shown stays (its other message is shown n
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from contextengine.v1 import common_pb2
 from hypothesis import given
@@ -54,14 +55,18 @@ def test_anchor_search_finds_what_a_full_search_finds(texts: list[str], data: st
     ]
     cut = data.draw(st.integers(0, len(raw)))
     shown = ShownExchanges(memories)
-    assert shown.not_shown(raw[cut:]) == reference(memories, raw[cut:])
-    shown.not_shown(raw[cut:]).clear()  # asked again for the same messages: a fresh list
-    assert shown.not_shown(raw[cut:]) == reference(memories, raw[cut:])
-    # The same messages in new turns (packing's kept turns) are the same question.
-    assert shown.not_shown([Turn(t.start, t.messages) for t in raw[cut:]]) == reference(memories, raw[cut:])
-    assert shown.not_shown(raw) == reference(memories, raw)
-    # Narrowed to what the newer turns left eligible, the older turns leave what all of them do.
-    assert shown.not_shown(raw[:cut], among=shown.not_shown(raw[cut:])) == reference(memories, raw)
+
+    def not_shown(*shows: Callable[[int], bool]) -> list[int]:
+        return [i for i in range(len(memories)) if not any(s(i) for s in shows)]
+
+    newer = shown.by(raw[cut:])
+    assert not_shown(newer) == reference(memories, raw[cut:])
+    # The same messages in new turns (packing's kept turns) are the same question, answered alike.
+    again = shown.by([Turn(t.start, t.messages) for t in raw[cut:]])
+    assert not_shown(again) == reference(memories, raw[cut:])
+    assert not_shown(shown.by(raw)) == reference(memories, raw)
+    # What the newer turns show or the older turns show is what all of them show.
+    assert not_shown(newer, shown.by(raw[:cut])) == reference(memories, raw)
 
 
 def test_an_exchange_is_shown_only_when_each_of_its_messages_is() -> None:
@@ -73,4 +78,5 @@ def test_an_exchange_is_shown_only_when_each_of_its_messages_is() -> None:
         MemoryForInjection("u1", "c", f"user: How are the pets?\nassistant: {reply}", 0.5, kind="turn"),
         MemoryForInjection("u2", "c", f"assistant: {reply}\nassistant: [calls f({{}})]", 0.5, kind="turn"),
     ]
-    assert ShownExchanges(memories).not_shown(raw) == [0]
+    shows = ShownExchanges(memories).by(raw)
+    assert [i for i in range(len(memories)) if not shows(i)] == [0]
