@@ -82,7 +82,9 @@ How to read it:
 - **Engine spans** (the wrapping measurement): the services export their spans over OTLP to a
   receiver in the bench; for each server span, *OpenViking* is the union of the OpenViking HTTP client
   spans in its trace (nested engine calls included), *engine own* is the rest (gRPC handling,
-  validation, packing, token counting, CAS bookkeeping, polling waits). Tracing is on for the whole
+  validation, packing, token counting, CAS bookkeeping, polling waits); *before the first* / *after
+  the last OpenViking call* is the part of it on the RPC's path before its first OpenViking request
+  and after its last answer (the rest overlaps OpenViking's work). Tracing is on for the whole
   run (`--no-trace` turns it off), so every number above includes its small cost.
 - **Growth**: one session AfterTurn by AfterTurn, the host re-sending the whole transcript each turn
   (tool results cut to {a["growth_tool_chars"]} characters to reach {a["growth_turns"]} turns within the
