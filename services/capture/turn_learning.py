@@ -16,10 +16,10 @@ from collections.abc import Sequence
 
 from contextengine.v1 import common_pb2, envelope_pb2
 
-from shared.domain.documents import DocumentStore
+from shared.domain.documents import DocumentStore, DocumentUpdates
 from shared.domain.memory_changes import MemoryChanges
 from shared.domain.skills import record_skill_uses
-from shared.domain.tool_experience import ToolExperience, tool_outcomes
+from shared.domain.tool_experience import record_tool_outcomes, tool_outcomes
 from shared.openviking.tenant import Tenant
 from shared.runtime.answer_first import after_answer
 
@@ -31,8 +31,7 @@ LEARNING_SECONDS = 10.0
 
 class TurnLearning:
     def __init__(self, store: DocumentStore, changes: MemoryChanges) -> None:
-        self._store = store
-        self._tools = ToolExperience(store)
+        self._updates = DocumentUpdates(store)
         self._changes = changes
         self._running: set[asyncio.Task[None]] = set()
 
@@ -60,8 +59,8 @@ class TurnLearning:
         await after_answer()
         deadline = time.monotonic() + LEARNING_SECONDS
         try:
-            await record_skill_uses(self._store, tenant, used_skills, deadline=deadline)
-            await self._tools.record(tenant, messages, deadline=deadline)
+            await record_skill_uses(self._updates, tenant, used_skills, deadline=deadline)
+            await record_tool_outcomes(self._updates, tenant, messages, deadline=deadline)
         except Exception:
             log.warning("skill/tool memory not updated for a turn", exc_info=True)
             return

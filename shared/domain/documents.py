@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,9 +20,12 @@ from shared.errors import Aborted, BackendConflict, BackendNotFound
 from shared.openviking.client import OpenVikingClient
 from shared.openviking.models.content import FsStat
 from shared.openviking.tenant import Tenant
+from shared.sized_cache import SizedCache
 
 ENGINE_ROOT = "viking://~/resources/.contextengine"
 TORN_READ_ATTEMPTS = 5
+REMEMBERED_DOCUMENTS = 4_096
+"""Documents a `DocumentUpdates` remembers as it last wrote them."""
 
 
 def sha256_text(text: str) -> str:
@@ -107,3 +111,46 @@ class DocumentStore:
                 tenant, root, [operation], wait=False, defer_processing=True, deadline=deadline
             )
         return sha256_text(text)
+
+
+class DocumentUpdates:
+    """Read-modify-write of small documents by compare-and-swap, each remembered as this process
+    last wrote it: changing a document it wrote last costs one write, not a read and a write. When
+    another writer changed it first, the swap is refused and the document read again, so a stale
+    memo costs a retry, never a lost change."""
+
+    def __init__(self, store: DocumentStore, remembered: int = REMEMBERED_DOCUMENTS) -> None:
+        self._store = store
+        self._known: SizedCache[tuple[Tenant, str], StoredDocument] = SizedCache(remembered)
+
+    async def change(
+        self,
+        tenant: Tenant,
+        uri: str,
+        apply: Callable[[dict[str, Any]], dict[str, Any]],
+        *,
+        attempts: int,
+        deadline: float | None = None,
+    ) -> None:
+        """Store `apply(current data)` (`{}` when there is none yet); `apply` must not mutate its
+        argument. Raises `Aborted` when other writers won `attempts` times in a row."""
+        key = (tenant, uri)
+        document = self._known.pop(key)
+        for _ in range(attempts):
+            if document is None:
+                document = await self._store.read(tenant, uri, deadline=deadline)
+            data = apply(document.data if document is not None else {})
+            try:
+                sha256 = await self._store.write(
+                    tenant,
+                    uri,
+                    data,
+                    expected_sha256=document.sha256 if document is not None else None,
+                    deadline=deadline,
+                )
+            except Aborted:
+                document = None
+                continue
+            self._known.put(key, StoredDocument(data, sha256))
+            return
+        raise Aborted(f"{uri} changed concurrently too often; retry the call")

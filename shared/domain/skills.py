@@ -22,8 +22,8 @@ from typing import Any
 
 from contextengine.v1 import capture_pb2, envelope_pb2
 
-from shared.domain.documents import ENGINE_ROOT, DocumentStore
-from shared.errors import Aborted, InvalidArgument
+from shared.domain.documents import ENGINE_ROOT, DocumentStore, DocumentUpdates
+from shared.errors import InvalidArgument
 from shared.openviking.tenant import Tenant
 
 SKILL_ROOT = "viking://agent/skills"
@@ -143,7 +143,7 @@ async def read_skill_uses(
 
 
 async def record_skill_uses(
-    store: DocumentStore,
+    updates: DocumentUpdates,
     tenant: Tenant,
     used: Sequence[envelope_pb2.UsedSkill],
     *,
@@ -154,9 +154,8 @@ async def record_skill_uses(
     if not used:
         return
     at = (now or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M")
-    for _ in range(CAS_ATTEMPTS):
-        document = await store.read(tenant, SKILL_USES_URI, deadline=deadline)
-        data: dict[str, Any] = dict(document.data) if document is not None else {}
+
+    def apply(data: dict[str, Any]) -> dict[str, Any]:
         skills: dict[str, list[dict[str, Any]]] = dict(data.get("skills", {}))
         for use in used:
             name = skill_name_of(use.uri)
@@ -168,19 +167,9 @@ async def record_skill_uses(
                 "at": at,
             }
             skills[name] = [*skills.get(name, []), record][-USES_KEPT:]
-        data["skills"] = skills
-        try:
-            await store.write(
-                tenant,
-                SKILL_USES_URI,
-                data,
-                expected_sha256=document.sha256 if document is not None else None,
-                deadline=deadline,
-            )
-            return
-        except Aborted:
-            continue
-    raise Aborted("skill uses changed concurrently too often; retry the call")
+        return {**data, "skills": skills}
+
+    await updates.change(tenant, SKILL_USES_URI, apply, attempts=CAS_ATTEMPTS, deadline=deadline)
 
 
 def validate_used_skills(used: Sequence[envelope_pb2.UsedSkill], field: str = "used_skills") -> None:

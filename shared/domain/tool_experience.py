@@ -18,10 +18,8 @@ from typing import Any
 
 from contextengine.v1 import common_pb2, packet_pb2
 
-from shared.domain.documents import ENGINE_ROOT, DocumentStore, StoredDocument
-from shared.errors import Aborted
+from shared.domain.documents import ENGINE_ROOT, DocumentStore, DocumentUpdates
 from shared.openviking.tenant import Tenant
-from shared.sized_cache import SizedCache
 
 TOOL_EXPERIENCE_URI = f"{ENGINE_ROOT}/tool-experience.json"
 MAX_ERROR_CHARS = 240
@@ -189,49 +187,20 @@ async def read_tool_records(
     return records_from_document(document.data) if document is not None else {}
 
 
-KNOWN_USERS = 4_096
-"""Users whose tool-experience document a capture replica remembers as it last wrote it."""
+async def record_tool_outcomes(
+    updates: DocumentUpdates,
+    tenant: Tenant,
+    messages: Iterable[common_pb2.ConversationMessage],
+    *,
+    deadline: float | None = None,
+) -> bool:
+    """Learn from the turn's tool calls (compare-and-swap); False when it had none."""
+    outcomes = tool_outcomes(messages)
+    if not outcomes:
+        return False
 
+    def apply(data: dict[str, Any]) -> dict[str, Any]:
+        return _document(learned(records_from_document(data), outcomes))
 
-class ToolExperience:
-    """Writes what turns teach about tools into the user's document, compare-and-swap. The
-    document is remembered as this replica last wrote it, so a turn with tool calls costs one
-    write, not a read and a write; when another replica changed it first the swap is refused
-    and the document read again (correct by construction, whatever the memo holds)."""
-
-    def __init__(self, store: DocumentStore, known_users: int = KNOWN_USERS) -> None:
-        self._store = store
-        self._known: SizedCache[tuple[str, str], StoredDocument] = SizedCache(known_users)
-
-    async def record(
-        self,
-        tenant: Tenant,
-        messages: Iterable[common_pb2.ConversationMessage],
-        *,
-        deadline: float | None = None,
-    ) -> bool:
-        """Learn from the turn's tool calls; False when it had none."""
-        outcomes = tool_outcomes(messages)
-        if not outcomes:
-            return False
-        key = (tenant.account_id, tenant.user_id)
-        document = self._known.pop(key)
-        for _ in range(CAS_ATTEMPTS):
-            if document is None:
-                document = await self._store.read(tenant, TOOL_EXPERIENCE_URI, deadline=deadline)
-            records = records_from_document(document.data) if document is not None else {}
-            data = _document(learned(records, outcomes))
-            try:
-                sha256 = await self._store.write(
-                    tenant,
-                    TOOL_EXPERIENCE_URI,
-                    data,
-                    expected_sha256=document.sha256 if document is not None else None,
-                    deadline=deadline,
-                )
-            except Aborted:
-                document = None
-                continue
-            self._known.put(key, StoredDocument(data, sha256))
-            return True
-        raise Aborted("tool experience changed concurrently too often; retry the call")
+    await updates.change(tenant, TOOL_EXPERIENCE_URI, apply, attempts=CAS_ATTEMPTS, deadline=deadline)
+    return True

@@ -37,9 +37,9 @@ from contextengine.v1 import assembly_pb2, common_pb2
 from services.assembly.recall_query import recall_query
 from services.capture.skill_registry import register_skills
 from shared.config import Settings
-from shared.domain.documents import DocumentStore
+from shared.domain.documents import DocumentStore, DocumentUpdates
 from shared.domain.skills import SKILL_ROOT, Skill, parse_skill_md
-from shared.domain.tool_experience import ToolExperience
+from shared.domain.tool_experience import record_tool_outcomes
 from shared.localstack.stack import LocalStack, StackSettings
 from shared.openviking import DevAuth, OpenVikingClient, Tenant
 from shared.tokens import TokenCounter
@@ -200,7 +200,7 @@ def _baseline_bodies(hits: Sequence[Any], counter: TokenCounter) -> tuple[list[s
 
 async def bench_tools(client: OpenVikingClient, stub: Any, args: argparse.Namespace) -> Row:
     account = f"p3-tools-{uuid.uuid4().hex[:6]}"
-    tools = ToolExperience(DocumentStore(client))
+    tools = DocumentUpdates(DocumentStore(client))
     told = leaks = 0
     cases = data.tool_cases(args.tool_cases, args.seed)
     for index, case in enumerate(cases):
@@ -214,8 +214,9 @@ async def bench_tools(client: OpenVikingClient, stub: Any, args: argparse.Namesp
             _call("c2", case.tool, case.fixed_arguments),
             _result("c2", case.tool, f"RAW {secret}", is_error=False),
         ]
-        await tools.record(owner, turn)
-        await tools.record(
+        await record_tool_outcomes(tools, owner, turn)
+        await record_tool_outcomes(
+            tools,
             other,
             [
                 _user("x"),

@@ -11,8 +11,8 @@ import pytest
 from contextengine.v1 import common_pb2
 
 from shared.config import Settings, load_settings
-from shared.domain.documents import DocumentStore
-from shared.domain.tool_experience import ToolExperience, read_tool_records
+from shared.domain.documents import DocumentStore, DocumentUpdates
+from shared.domain.tool_experience import read_tool_records, record_tool_outcomes
 from shared.openviking.client import OpenVikingClient
 from shared.openviking.tenant import Tenant
 from shared.runtime.context import build_openviking_client
@@ -48,17 +48,17 @@ async def test_the_replica_that_wrote_last_writes_without_reading(
 ) -> None:
     log, client = logged
     tenant = Tenant("acme", f"tools-{uuid.uuid4().hex[:8]}")
-    one, other = ToolExperience(DocumentStore(client)), ToolExperience(DocumentStore(client))
+    one, other = DocumentUpdates(DocumentStore(client)), DocumentUpdates(DocumentStore(client))
 
-    await one.record(tenant, calls_of("sql", 1, failed=True))
+    await record_tool_outcomes(one, tenant, calls_of("sql", 1, failed=True))
     mark = log.mark()
-    await one.record(tenant, calls_of("sql", 2, failed=False))
+    await record_tool_outcomes(one, tenant, calls_of("sql", 2, failed=False))
     assert [c.route for c in log.calls[mark:]] == ["/api/v1/content/batch-write"]
 
     # Another replica's lesson in between: `one`'s memo is stale, its swap refused, nothing lost.
-    await other.record(tenant, calls_of("shell", 3, failed=True))
+    await record_tool_outcomes(other, tenant, calls_of("shell", 3, failed=True))
     mark = log.mark()
-    await one.record(tenant, calls_of("sql", 4, failed=True))
+    await record_tool_outcomes(one, tenant, calls_of("sql", 4, failed=True))
     routes = [c.route for c in log.calls[mark:]]
     assert routes.count("/api/v1/content/read") == 1 and routes.count("/api/v1/content/batch-write") == 2
     records = await read_tool_records(DocumentStore(client), tenant)
