@@ -43,9 +43,8 @@ from shared.config import Settings
 from shared.domain.envelope import turn_id_for
 from shared.domain.host_messages import (
     HostMessageCache,
-    host_transcript,
     newest_own_messages,
-    without_engine_injections,
+    own_host_transcript,
 )
 from shared.domain.identity import RequestIdentity
 from shared.tokens import TokenCounter
@@ -186,9 +185,7 @@ async def assemble_context(
     )
     await requests_out()
     try:
-        transcript = host_transcript(
-            without_engine_injections(wires), caches.host_messages, identity.buffer_key
-        )
+        transcript = own_host_transcript(wires, caches.host_messages, identity.buffer_key)
     except BaseException:
         retrieval.abandon()
         sources.abandon()

@@ -14,6 +14,7 @@ from typing import NamedTuple
 from contextengine.v1 import packet_pb2
 
 from services.assembly import lexical
+from services.assembly.exchange_index import IndexedExchange
 from shared.domain.memory_scope import owner_tag, visible_to
 from shared.domain.turn_index import is_turn_uri
 from shared.openviking.models.search import GrepResult, SearchHit
@@ -126,20 +127,26 @@ def lexical_turns(
     terms: Sequence[str],
     pool: Sequence[Candidate],
     grepped: GrepResult | None,
-    indexed: Sequence[lexical.LexicalHit] | None = None,
+    indexed: Sequence[IndexedExchange] | None = None,
 ) -> list[Candidate]:
     """The exchange index's BM25 order (when it answered), else BM25 of the grep matches (when
     grep ran), else of the semantic pool's exchanges. An exchange of the pool is its pool
-    candidate (fusion shows it with its semantic score)."""
+    candidate (fusion shows it with its semantic score); one only the index matched has no text
+    yet (`unread`: read when its item is built, if ever)."""
     if indexed is not None:
-        ranked = list(indexed)
-    elif grepped is not None:
-        ranked = lexical.rank(terms, lexical.documents(grepped), [c.body for c in pool])
+        ranked = [(hit.uri, "") for hit in indexed]
     else:
-        ranked = lexical.rank(terms, {c.uri: c.body for c in pool}, [])
+        matched = lexical.documents(grepped) if grepped is not None else {c.uri: c.body for c in pool}
+        background = [c.body for c in pool] if grepped is not None else []
+        ranked = [(hit.uri, hit.content) for hit in lexical.rank(terms, matched, background)]
     in_pool = {c.uri: c for c in pool}
     return [
-        in_pool.get(hit.uri) or turn_candidate(hit.uri, hit.content, 0.0)
-        for hit in ranked
-        if hit.uri in in_pool or is_turn_uri(hit.uri)
+        in_pool.get(uri) or turn_candidate(uri, body, 0.0)
+        for uri, body in ranked
+        if uri in in_pool or is_turn_uri(uri)
     ]
+
+
+def unread(candidate: Candidate) -> bool:
+    """An exchange only the index matched, whose text is still to be read (`lexical_turns`)."""
+    return candidate.kind == "turn" and not candidate.body

@@ -30,9 +30,9 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
-from services.assembly.lexical import LexicalHit, documents
+from services.assembly.lexical import documents
 from services.assembly.ports import Grep
 from shared.domain.turn_index import TURN_INDEX_ROOT, is_turn_uri
 from shared.domain.turn_index_folders import FolderLister, turn_index_folders
@@ -78,6 +78,16 @@ def _settled(mod_time: str, now: float) -> bool:
     return when.replace(tzinfo=when.tzinfo or UTC).timestamp() < now - SETTLE_SECONDS
 
 
+class IndexedExchange(NamedTuple):
+    """A match of the index: which exchange, its BM25 score and its row, by which its text is
+    read once it is needed (`ExchangeIndex.text`; most matches are in the semantic pool, which
+    carries their text, or never reach the context)."""
+
+    uri: str
+    score: float
+    row: int
+
+
 @dataclass
 class _UserIndex:
     table: str
@@ -105,9 +115,11 @@ class ExchangeIndex:
         self._users: OrderedDict[tuple[str, str], _UserIndex] = OrderedDict()
         self._tables = 0
 
-    def search(self, tenant: Tenant, terms: Sequence[str], limit: int) -> list[LexicalHit] | None:
+    def search(self, tenant: Tenant, terms: Sequence[str], limit: int) -> list[IndexedExchange] | None:
         """The user's exchanges matching any of `terms`, best BM25 first; None while the user's
-        index has never been synced. Starts a background sync when the index is stale."""
+        index has never been synced. Starts a background sync when the index is stale. Their
+        texts are not read here (`text`): the search runs while the semantic `find` is in
+        flight, on the cores OpenViking and the embedder need for it."""
         user = self._user(tenant)
         self._maybe_sync(tenant, user)
         if user.synced_at is None:
@@ -116,11 +128,20 @@ class ExchangeIndex:
         if not query:
             return []
         rows = self._db.execute(
-            f"SELECT uri, body, bm25({user.table}) AS rank FROM {user.table} "
+            f"SELECT uri, bm25({user.table}) AS rank, rowid FROM {user.table} "
             f"WHERE {user.table} MATCH ? ORDER BY rank LIMIT ?",
             (query, limit),
         ).fetchall()
-        return [LexicalHit(uri, body, -rank) for uri, body, rank in rows]
+        return [IndexedExchange(uri, -rank, row) for uri, rank, row in rows]
+
+    def text(self, tenant: Tenant, hit: IndexedExchange) -> str | None:
+        """The exchange's indexed text; None when a sync or the user's eviction replaced its
+        row since the search."""
+        user = self._users.get((tenant.account_id, tenant.user_id))
+        if user is None:
+            return None
+        row = self._db.execute(f"SELECT uri, body FROM {user.table} WHERE rowid = ?", (hit.row,)).fetchone()
+        return row[1] if row is not None and row[0] == hit.uri else None
 
     def apart(self, tenant: Tenant, terms: Sequence[str], others: Sequence[str]) -> frozenset[str] | None:
         """Those of `terms` the user's exchanges never say, or say alongside `others` no more

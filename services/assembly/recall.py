@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Awaitable, Iterable, Iterator
+from collections.abc import Awaitable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import islice
@@ -43,9 +43,10 @@ from services.assembly.candidates import (
     merge_candidates,
     semantic_turns,
     split_hits,
+    unread,
 )
 from services.assembly.exchange_focus import focused, folded_terms
-from services.assembly.exchange_index import ExchangeIndex
+from services.assembly.exchange_index import ExchangeIndex, IndexedExchange
 from services.assembly.fusion import reciprocal_rank_fusion
 from services.assembly.injection import MemoryForInjection
 from services.assembly.known_names import without_unrelated_names
@@ -237,6 +238,23 @@ DISTINCT_KEYS_KEPT = 8_192
 """Items whose folded text a process remembers (the same exchanges are recalled call after call)."""
 
 
+class _IndexTexts:
+    """The texts of the exchanges only the index matched (`candidates.unread`), read from it as
+    their items are built."""
+
+    def __init__(
+        self, index: ExchangeIndex | None, tenant: Tenant, hits: Sequence[IndexedExchange] | None
+    ) -> None:
+        self._index, self._tenant = index, tenant
+        self._hits = {hit.uri: hit for hit in hits or ()}
+
+    def read(self, candidate: Candidate) -> Candidate:
+        hit = self._hits.get(candidate.uri) if unread(candidate) else None
+        if hit is None or self._index is None:
+            return candidate
+        return candidate._replace(body=self._index.text(self._tenant, hit) or "")
+
+
 @lru_cache(maxsize=DISTINCT_KEYS_KEPT)
 def _said(content: str) -> str:
     """What an item says, roles aside, case and spacing folded."""
@@ -314,11 +332,13 @@ async def recall_memories(
         fused = reciprocal_rank_fusion(
             [[c.uri for c in ranked_memories], [c.uri for c in dense], [c.uri for c in matched]]
         )
+        texts = _IndexTexts(exchanges, tenant, indexed)
         # Built lazily, best first: fitting the token cap stops at the first item past it.
         items = (
-            RecalledItem(by_uri[uri], rank, content_of(by_uri[uri], config, focus))
+            RecalledItem(candidate, rank, content_of(candidate, config, focus))
             for uri, rank in fused
             if uri not in exclude_uris
+            for candidate in (texts.read(by_uri[uri]),)
         )
         kept = islice(distinct(i for i in items if i.content), config.max_items or None)
         outcome.items = fit_token_budget(kept, counter, config.token_budget)

@@ -67,6 +67,8 @@ class _StreamTranscript:
     transcript: HostTranscript
     calls: frozenset[str]
     """Every tool call id in the transcript."""
+    trace_free: bool = False
+    """No message holds a trace of an engine injection (`own_host_transcript`)."""
 
 
 class HostMessageCache:
@@ -131,10 +133,16 @@ def _take_up(previous: _StreamTranscript | None, wires: list[bytes], field: str)
 
 
 def host_transcript(
-    wires: Sequence[bytes], cache: HostMessageCache, stream: str, field: str = "messages"
+    wires: Sequence[bytes],
+    cache: HostMessageCache,
+    stream: str,
+    field: str = "messages",
+    *,
+    trace_free: bool = False,
 ) -> HostTranscript:
     """The transcript's messages, shapes and turns; raise `InvalidArgument` naming the first bad
-    field. `stream` names whose transcript this is (its previous call's may be taken up)."""
+    field. `stream` names whose transcript this is (its previous call's may be taken up);
+    `trace_free`: no message of `wires` holds a trace of an injection."""
     check_message_count(len(wires), field)
     sent = list(wires)
     start = _take_up(cache.streams.get(stream), sent, field)
@@ -158,8 +166,25 @@ def host_transcript(
     keys = start.keys.extended(messages, shapes, reused)
     transcript = HostTranscript(messages, shapes, turns, keys)
     weight = sum(map(len, sent))
-    cache.streams.put(stream, _StreamTranscript(sent, transcript, frozenset(check.calls)), weight=weight)
+    cache.streams.put(
+        stream, _StreamTranscript(sent, transcript, frozenset(check.calls), trace_free), weight=weight
+    )
     return transcript
+
+
+def own_host_transcript(
+    wires: Sequence[bytes], cache: HostMessageCache, stream: str, field: str = "messages"
+) -> HostTranscript:
+    """`host_transcript` of `without_engine_injections(wires)`, scanning for injections only the
+    messages after those the stream's previous transcript began with when none of its messages
+    held a trace of one (a host resends the same messages and adds a few: the scan of thousands
+    would run on the cores OpenViking needs for the call's `find`)."""
+    sent = list(wires)
+    previous = cache.streams.get(stream)
+    clean = _common_prefix(sent, previous.wires) if previous is not None and previous.trace_free else 0
+    if _holding(sent[clean:], _INJECTION_TRACES):
+        return host_transcript(without_engine_injections(sent), cache, stream, field)
+    return host_transcript(sent, cache, stream, field, trace_free=True)
 
 
 _INJECTION_TRACES = tuple(

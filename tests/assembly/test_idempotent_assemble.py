@@ -5,7 +5,7 @@ beside it, however the host reshaped it (marks stripped, tool-call ids renamed `
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from itertools import islice
 
 import pytest
@@ -21,10 +21,14 @@ from services.assembly.injection import (
 )
 from shared.domain.host_messages import (
     HostMessageCache,
+    HostTranscript,
+    host_transcript,
     newest_first,
     newest_own_messages,
+    own_host_transcript,
     without_engine_injections,
 )
+from shared.errors import InvalidArgument
 from shared.openviking import DevAuth, OpenVikingClient
 from tests.assembly.conftest import assembly_stub
 from tests.assembly.helpers import assistant, tool_result, unique_tenant, user
@@ -91,6 +95,53 @@ def test_the_newest_own_messages_come_from_the_tail_as_from_the_whole(
     wires, cache = wires_of(handed_back), HostMessageCache()
     whole = list(islice(newest_first(without_engine_injections(wires), cache), count))
     assert newest_own_messages(wires, cache, count) == whole == host[::-1][:count]
+
+
+def _transcript_or_none(make: Callable[[], HostTranscript]) -> list[Message] | None:
+    try:
+        return make().messages
+    except InvalidArgument:
+        return None
+
+
+CALLS = st.lists(
+    st.tuples(
+        transcripts(),
+        st.one_of(st.just(1_000), st.integers(0, 30)),
+        st.lists(st.integers(0, 30), max_size=2),
+        st.booleans(),
+    ),
+    min_size=1,
+    max_size=4,
+)
+
+
+@given(CALLS, HOST_RESHAPES)
+def test_a_streams_transcript_is_its_own_messages_call_after_call(
+    calls: list[tuple[list[Message], int, list[int], bool]], reshape: dict[str, object]
+) -> None:
+    """Call after call on one stream (the host keeping some of its earlier messages and adding
+    others, injections handed back anywhere or not at all, the model calling the recall tool
+    itself and its result coming in the next call without the tool's name), the transcript that
+    scans only what a trace-free previous call did not begin with is the whole transcript less
+    its injections."""
+    cache, host, answer = HostMessageCache(), [], []
+    for n, (added, kept, wheres, model_recalls) in enumerate(calls):
+        host = host[:kept] + answer + added
+        answer = [tool_result(f"own{n}", '{"memories": []}', name="")] if model_recalls else []
+        host += [assistant("let me look", [(f"own{n}", AUTO_RECALL_TOOL)])] if model_recalls else []
+        handed_back = list(host)
+        for where in sorted(wheres, reverse=True):
+            pair = injected_recall_pair(f"question {n}", [MEMORY], f"call{n}{where}abcdefgh")
+            handed_back[min(where, len(handed_back)) : min(where, len(handed_back))] = [
+                reshaped(m, **reshape)  # type: ignore[arg-type]
+                for m in pair
+            ]
+        wires = wires_of(handed_back)
+        whole = _transcript_or_none(
+            lambda: host_transcript(without_engine_injections(wires), HostMessageCache(), "s1")  # noqa: B023
+        )
+        assert _transcript_or_none(lambda: own_host_transcript(wires, cache, "s1")) == whole  # noqa: B023
 
 
 def test_a_host_message_that_mentions_the_markers_is_kept() -> None:
