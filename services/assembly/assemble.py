@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from contextengine.v1 import common_pb2, packet_pb2
 
 from services.assembly.context_sources import ContextSources, SourceCaches, SourcesBackend, wants_skills
+from services.assembly.drawn import Drawn
 from services.assembly.envelopes import EnvelopeCache, turn_envelopes
 from services.assembly.exchange_index import ExchangeIndex
 from services.assembly.fallback import relevant_memories_block
@@ -200,7 +201,7 @@ async def assemble_context(
             call_id=tool_call_id_for(
                 identity.tenant.account_id, identity.tenant.user_id, identity.stream_id, outcome.query
             ),
-            memories=[item.for_injection() for item in outcome.items],
+            memories=Drawn(item.for_injection() for item in outcome.items),
         )
     packed = pack_context(
         budget=budget - section.tokens,

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from contextengine.v1 import common_pb2, packet_pb2
 
+from services.assembly.drawn import Drawn
 from services.assembly.elision import Pointer, elide_turn, elision_limit
 from services.assembly.injection import (
     AUTO_RECALL_SOURCE,
@@ -165,8 +166,8 @@ class _Fill:
 
     room: int
     costs: _RecallCosts
-    offered: int
-    """How many items recall offers (best first)."""
+    offered: Callable[[int], bool]
+    """Whether recall offers an item `index` (best first; `Drawn.has`: built when first asked)."""
     shown: Callable[[int], bool]
     """Whether the raw turns kept so far show item `index` (it is then left out)."""
     cap: int
@@ -176,7 +177,8 @@ class _Fill:
 
     def recall(self, limit: int) -> None:
         """Add recalled items best first while the pair stays within `limit` (and the cap)."""
-        for index in range(self.offered):
+        index = -1
+        while self.offered(index := index + 1):
             if index in self.kept or self.shown(index):
                 continue
             added = self.costs.item(index) + (0 if self.kept else self.costs.base)
@@ -238,12 +240,12 @@ def pack_context(
     summaries_kept = _fit_summaries(summaries, count, room - profile_tokens)
     summary_tokens = count.total(_summary_messages(summaries_kept))
     costs = _RecallCosts(recall, count)
-    memories = recall.memories if recall else []
+    memories = Drawn.of(recall.memories if recall else [])
     shown = ShownExchanges(memories)
     fill = _Fill(
         room=room - profile_tokens - summary_tokens,
         costs=costs,
-        offered=len(memories),
+        offered=memories.has,
         shown=shown.by([*window, *newest]),
         cap=recall_cap or budget,
         raw=list(newest),
@@ -283,7 +285,7 @@ def pack_context(
         recall=count.total(recall_msgs),
         summaries=summary_tokens,
         raw_turns=sum(count.total(t.messages) for t in fill.raw),
-        recalled_memories_cut=(len(recall.memories) if recall else 0) - len(fill.kept),
+        recalled_memories_cut=memories.drawn - len(fill.kept),
         summaries_cut=len(summaries) - len(summaries_kept),
         over_budget=over_budget,
     )

@@ -43,8 +43,10 @@ from services.assembly.candidates import (
     merge_candidates,
     semantic_turns,
     split_hits,
+    turn_candidate,
     unread,
 )
+from services.assembly.drawn import Drawn
 from services.assembly.exchange_focus import focused, folded_terms
 from services.assembly.exchange_index import ExchangeIndex, IndexedExchange
 from services.assembly.fusion import reciprocal_rank_fusion
@@ -139,7 +141,7 @@ class RecalledItem(NamedTuple):
     rank: float
     content: str
     shown_as: MemoryForInjection | None = None
-    """What the model is shown of it, once kept (`fit_token_budget`)."""
+    """What the model is shown of it, once sized (`within_token_budget`)."""
 
     @property
     def said_at(self) -> str:
@@ -172,23 +174,24 @@ class RecalledItem(NamedTuple):
 @dataclass
 class RecallOutcome:
     query: str
-    items: list[RecalledItem] = field(default_factory=list)
+    items: Sequence[RecalledItem] = field(default_factory=list)
+    """Best first; auto recall's are built as packing reads them (`drawn.Drawn`)."""
     degraded_reasons: list[str] = field(default_factory=list)
 
 
-def fit_token_budget(items: Iterable[RecalledItem], counter: TokenCounter, budget: int) -> list[RecalledItem]:
+def within_token_budget(
+    items: Iterable[RecalledItem], counter: TokenCounter, budget: int
+) -> Iterator[RecalledItem]:
     """Items in order while what packing pays for them (their pieces of the result JSON) fits
-    `budget`; the first always does."""
-    kept: list[RecalledItem] = []
+    `budget`; the first always does. Each is sized when it is drawn (`drawn.Drawn`)."""
     used = 0
-    for item in items:
+    for number, item in enumerate(items):
         shown_as = item.for_injection()
         tokens = counter.count(item_piece(shown_as))
-        if kept and used + tokens > budget:
-            break
-        kept.append(item._replace(shown_as=shown_as))
+        if number and used + tokens > budget:
+            return
         used += tokens
-    return kept
+        yield RecalledItem(item.candidate, item.rank, item.content, shown_as)
 
 
 def describe_failure(what: str, exc: BaseException) -> str:
@@ -252,7 +255,7 @@ class _IndexTexts:
         hit = self._hits.get(candidate.uri) if unread(candidate) else None
         if hit is None or self._index is None:
             return candidate
-        return candidate._replace(body=self._index.text(self._tenant, hit) or "")
+        return turn_candidate(candidate.uri, self._index.text(self._tenant, hit) or "", candidate.score)
 
 
 @lru_cache(maxsize=DISTINCT_KEYS_KEPT)
@@ -341,7 +344,7 @@ async def recall_memories(
             for candidate in (texts.read(by_uri[uri]),)
         )
         kept = islice(distinct(i for i in items if i.content), config.max_items or None)
-        outcome.items = fit_token_budget(kept, counter, config.token_budget)
+        outcome.items = Drawn(within_token_budget(kept, counter, config.token_budget))
         return outcome
     finally:
         hand_over(skill_pool, None)  # a no-op once the find's result was handed over

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from contextengine.v1 import packet_pb2
 
+from services.assembly.drawn import Drawn
 from services.assembly.exchange_index import ExchangeIndex
 from services.assembly.ports import MemorySearch
 from services.assembly.profile import PROFILE_MAX_TOKENS, ProfileCache, StableProfile, load_stable_profile
@@ -139,7 +140,8 @@ class Retrieval:
             except Exception as exc:
                 outcome = RecallOutcome(self.query.query, degraded_reasons=[describe_failure("recall", exc)])
             # What the profile shows is not recalled again.
-            outcome.items = [i for i in outcome.items if i.candidate.uri not in retrieved.profile.uris]
+            shown = retrieved.profile.uris
+            outcome.items = Drawn(i for i in outcome.items if i.candidate.uri not in shown)
             retrieved.degraded_reasons.extend(outcome.degraded_reasons)
             retrieved.recall = outcome
         try:

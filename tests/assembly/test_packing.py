@@ -178,7 +178,10 @@ def test_packing_follows_the_budget_rule(  # noqa: PLR0915, PLR0917 - one proper
     assert packed.tokens.used == count.total(packed.messages) + COUNTER.count(packed.system_prompt_addition)
     assert packed.tokens.recall == recall_tokens(packed, count)
     assert packed.tokens.raw_turns == count.total(host_messages(packed))
-    assert packed.tokens.recalled_memories_cut == len(mems) - len(packed.recalled_kept)
+    # Cut: the items packing looked at and left out; those below the first that did not fit are
+    # not looked at. Every item ranked above a kept one was looked at.
+    cut, kept = packed.tokens.recalled_memories_cut, packed.recalled_kept
+    assert max(kept, default=-1) + 1 - len(kept) <= cut <= len(mems) - len(kept)
     assert packed.tokens.summaries_cut == len(summary_texts) - len(packed.summaries)
 
     # Raw host messages: one contiguous tail of the transcript, in order, newest exchange unchanged.
@@ -331,7 +334,8 @@ def test_profile_then_summaries_then_recall() -> None:
     full = pack_context(budget=100_000, **common)  # type: ignore[arg-type]
     assert full.recalled_kept == [0, 1, 2] and len(full.summaries) == 2 and not full.tokens.over_budget
     tight = pack_context(budget=raw + full.tokens.summaries + full.tokens.profile, **common)  # type: ignore[arg-type]
-    assert tight.recalled_kept == [] and tight.tokens.recalled_memories_cut == 3 and len(tight.summaries) == 2
+    # Nothing fits: the first item is looked at and cut, the two below it are never looked at.
+    assert tight.recalled_kept == [] and tight.tokens.recalled_memories_cut == 1 and len(tight.summaries) == 2
     tiny = pack_context(budget=raw, **common)  # type: ignore[arg-type]
     assert tiny.messages == messages and tiny.system_prompt_addition == "" and tiny.tokens.summaries_cut == 2
 

@@ -23,8 +23,8 @@ from services.assembly.recall import (
     RecallConfig,
     RecalledItem,
     content_of,
-    fit_token_budget,
     recall_memories,
+    within_token_budget,
 )
 from services.assembly.recall_json import item_piece
 from shared.config import Settings
@@ -131,9 +131,9 @@ def test_truncation() -> None:
 def test_token_budget_counts_real_tokens_and_always_keeps_first() -> None:
     items = [RecalledItem(cand(f"{M}/n/{i}.md", 0.9), 1.0, "word " * 100) for i in range(5)]
     line_tokens = COUNTER.count(item_piece(items[0].for_injection()))
-    kept = fit_token_budget(items, COUNTER, line_tokens * 2 + 1)
+    kept = list(within_token_budget(items, COUNTER, line_tokens * 2 + 1))
     assert len(kept) == 2 and [i.shown_as for i in kept] == [i.for_injection() for i in items[:2]]
-    assert len(fit_token_budget(items, COUNTER, 1)) == 1
+    assert len(list(within_token_budget(items, COUNTER, 1))) == 1
 
 
 @pytest.fixture
@@ -212,7 +212,7 @@ async def test_recall_end_to_end_against_openviking(
         ov, tenant=tenant, agent_id="main", query="which editor do I prefer",
         config=config(score_threshold=0.999), counter=COUNTER, deadline=time.monotonic() + 30,
     )  # fmt: skip
-    assert strict.items == [] and strict.degraded_reasons == []
+    assert not strict.items and strict.degraded_reasons == []
 
 
 async def test_recall_degrades_per_pass_and_on_timeout() -> None:
@@ -224,7 +224,7 @@ async def test_recall_degrades_per_pass_and_on_timeout() -> None:
                 client, tenant=tenant, agent_id="main", query="q words", config=config(lexical_source="grep"),
                 counter=COUNTER, deadline=time.monotonic() + 5,
             )  # fmt: skip
-    assert outcome.items == [] and len(outcome.degraded_reasons) == 2
+    assert not outcome.items and len(outcome.degraded_reasons) == 2
     assert all("BackendUnavailable" in r for r in outcome.degraded_reasons), outcome.degraded_reasons
     with LookalikeOpenViking(delay=1.0) as slow:
         async with OpenVikingClient(slow.base_url, DevAuth(), retry=ONE_ATTEMPT) as client:
@@ -234,7 +234,7 @@ async def test_recall_degrades_per_pass_and_on_timeout() -> None:
                 counter=COUNTER, deadline=time.monotonic() + 0.1,
             )  # fmt: skip
             assert time.monotonic() - started < 0.5
-    assert outcome.items == [] and len(outcome.degraded_reasons) == 2
+    assert not outcome.items and len(outcome.degraded_reasons) == 2
     assert all("timed out" in r for r in outcome.degraded_reasons), outcome.degraded_reasons
 
 

@@ -174,6 +174,9 @@ class TokenAccounting(_message.Message):
     summaries: _builtins.int
     raw_turns: _builtins.int
     recalled_memories_cut: _builtins.int
+    """Recalled items packing looked at and left out: shown raw already, or past the room (the
+    items ranked below the first that did not fit are not looked at, nor counted).
+    """
     summaries_cut: _builtins.int
     over_budget: _builtins.bool
     """True when the newest raw turns alone exceed the budget (they are never cut)."""

@@ -153,6 +153,10 @@ export interface TokenAccounting {
   recall: number;
   summaries: number;
   rawTurns: number;
+  /**
+   * Recalled items packing looked at and left out: shown raw already, or past the room (the
+   * items ranked below the first that did not fit are not looked at, nor counted).
+   */
   recalledMemoriesCut: number;
   summariesCut: number;
   /** True when the newest raw turns alone exceed the budget (they are never cut). */

@@ -1,0 +1,74 @@
+"""A sequence whose items are built only as far as it is read (`Drawn`).
+
+Recall offers packing more items than fit, best first (packing leaves out what the host's raw
+turns show and must still fill the room), and packing stops at the first item that does not
+fit: the items below it are never built, sized or checked against the raw turns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TypeVar, overload
+
+T = TypeVar("T")
+
+
+class Drawn(Sequence[T]):
+    """The items of `source`, drawn from it when first read (by index or in order); `len` and
+    negative indexes draw them all."""
+
+    def __init__(self, source: Iterable[T]) -> None:
+        self._source: Iterator[T] | None = iter(source)
+        self._items: list[T] = []
+
+    @classmethod
+    def of(cls, items: Sequence[T]) -> Drawn[T]:
+        return items if isinstance(items, Drawn) else cls(items)
+
+    @property
+    def drawn(self) -> int:
+        """How many items were drawn so far."""
+        return len(self._items)
+
+    def has(self, index: int) -> bool:
+        """Whether there is an item `index` (`index` >= 0), drawing up to it."""
+        while len(self._items) <= index and self._source is not None:
+            item = next(self._source, _END)
+            if item is _END:
+                self._source = None
+            else:
+                self._items.append(item)  # type: ignore[arg-type]
+        return index < len(self._items)
+
+    def _all(self) -> list[T]:
+        while self._source is not None:
+            self.has(len(self._items))
+        return self._items
+
+    @overload
+    def __getitem__(self, index: int) -> T: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[T]: ...
+
+    def __getitem__(self, index: int | slice) -> T | list[T]:
+        if isinstance(index, slice) or index < 0:
+            return self._all()[index]
+        if not self.has(index):
+            raise IndexError(index)
+        return self._items[index]
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    def __bool__(self) -> bool:
+        return self.has(0)
+
+    def __iter__(self) -> Iterator[T]:
+        index = 0
+        while self.has(index):
+            yield self._items[index]
+            index += 1
+
+
+_END = object()
