@@ -117,8 +117,10 @@ class _Start:
     keys: MessageKeys = field(default_factory=MessageKeys)
 
 
-def _take_up(previous: _StreamTranscript | None, wires: list[bytes], field: str) -> _Start:
-    reused = _common_prefix(wires, previous.wires) if previous is not None else 0
+def _take_up(
+    previous: _StreamTranscript | None, wires: list[bytes], field: str, common: int | None
+) -> _Start:
+    reused = common if common is not None else _common_prefix(wires, previous.wires) if previous else 0
     if previous is None or not reused:
         return _Start(TranscriptCheck(field), [], [], [], whole_turns=True)
     last = previous.transcript
@@ -139,13 +141,15 @@ def host_transcript(
     field: str = "messages",
     *,
     trace_free: bool = False,
+    common: int | None = None,
 ) -> HostTranscript:
     """The transcript's messages, shapes and turns; raise `InvalidArgument` naming the first bad
     field. `stream` names whose transcript this is (its previous call's may be taken up);
-    `trace_free`: no message of `wires` holds a trace of an injection."""
+    `trace_free`: no message of `wires` holds a trace of an injection; `common`: how many
+    messages `wires` begins with in common with the stream's previous transcript, when known."""
     check_message_count(len(wires), field)
     sent = list(wires)
-    start = _take_up(cache.streams.get(stream), sent, field)
+    start = _take_up(cache.streams.get(stream), sent, field, common)
     check, messages, shapes = start.check, start.messages, start.shapes
     reused = len(messages)
     for index in range(reused, len(sent)):
@@ -181,10 +185,10 @@ def own_host_transcript(
     would run on the cores OpenViking needs for the call's `find`)."""
     sent = list(wires)
     previous = cache.streams.get(stream)
-    clean = _common_prefix(sent, previous.wires) if previous is not None and previous.trace_free else 0
-    if _holding(sent[clean:], _INJECTION_TRACES):
+    clean = _common_prefix(sent, previous.wires) if previous is not None and previous.trace_free else None
+    if _holding(sent[clean or 0 :], _INJECTION_TRACES):
         return host_transcript(without_engine_injections(sent), cache, stream, field)
-    return host_transcript(sent, cache, stream, field, trace_free=True)
+    return host_transcript(sent, cache, stream, field, trace_free=True, common=clean)
 
 
 _INJECTION_TRACES = tuple(
