@@ -3,12 +3,16 @@
 - memories: the semantic find's memory files this agent may see (`shared.domain.memory_scope`),
   level 2 only, first occurrence wins;
 - turns, semantic: the same find's turn-index documents above the score threshold;
-- turns, lexical: BM25 over the semantic pool's exchanges, or over what grep matched.
+- turns, lexical: the exchange index's BM25 order, or BM25 over what grep matched or over the
+  semantic pool's exchanges.
+
+Each source's list is ranked by uri for fusion; a turn becomes a `Candidate` only when its item
+is built (`CandidatePool`): fusion ranks ~400 turns and packing reads a few dozen.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from contextengine.v1 import packet_pb2
@@ -112,41 +116,59 @@ def split_hits(hits: Sequence[SearchHit]) -> tuple[list[SearchHit], list[SearchH
     return stored, turns
 
 
-def semantic_turns(turn_hits: Sequence[SearchHit], threshold: float) -> list[Candidate]:
+def semantic_turns(turn_hits: Sequence[SearchHit], threshold: float) -> list[SearchHit]:
     """The find's turn-index documents (`split_hits`) above `threshold`, best first by their
-    score less a penalty for saying little (`lexical.information`)."""
-    kept = [
-        turn_candidate(hit.uri, hit.abstract, hit.score)
-        for hit in turn_hits
-        if hit.level == 2 and hit.score >= threshold
-    ]
-    return sorted(kept, key=lambda c: c.score - lexical.low_information_penalty(c.body), reverse=True)
+    score less a penalty for saying little (`lexical.information`). Hits, not candidates: only
+    those whose items are built become candidates (`CandidatePool`)."""
+    kept = [hit for hit in turn_hits if hit.level == 2 and hit.score >= threshold]
+    return sorted(kept, key=_informative_score, reverse=True)
+
+
+def _informative_score(hit: SearchHit) -> float:
+    return clamp_score(hit.score) - lexical.low_information_penalty(hit.abstract)
 
 
 def lexical_turns(
     terms: Sequence[str],
-    pool: Sequence[Candidate],
+    pool: Sequence[SearchHit],
     grepped: GrepResult | None,
     indexed: Sequence[IndexedExchange] | None = None,
-) -> list[Candidate]:
-    """The exchange index's BM25 order (when it answered), else BM25 of the grep matches (when
-    grep ran), else of the semantic pool's exchanges. An exchange of the pool is its pool
-    candidate (fusion shows it with its semantic score); one only the index matched has no text
-    yet (`unread`: read when its item is built, if ever)."""
+) -> list[tuple[str, str]]:
+    """(uri, text) of the exchanges in the exchange index's BM25 order (when it answered), else
+    BM25 of the grep matches (when grep ran), else of the semantic pool's exchanges. The text of
+    one the index matched is "" (read when its item is built, if ever: `CandidatePool`)."""
     if indexed is not None:
         ranked = [(hit.uri, "") for hit in indexed]
     else:
-        matched = lexical.documents(grepped) if grepped is not None else {c.uri: c.body for c in pool}
-        background = [c.body for c in pool] if grepped is not None else []
+        matched = lexical.documents(grepped) if grepped is not None else {h.uri: h.abstract for h in pool}
+        background = [h.abstract for h in pool] if grepped is not None else []
         ranked = [(hit.uri, hit.content) for hit in lexical.rank(terms, matched, background)]
-    in_pool = {c.uri: c for c in pool}
-    return [
-        in_pool.get(uri) or turn_candidate(uri, body, 0.0)
-        for uri, body in ranked
-        if uri in in_pool or is_turn_uri(uri)
-    ]
+    return [(uri, text) for uri, text in ranked if is_turn_uri(uri)]
 
 
-def unread(candidate: Candidate) -> bool:
-    """An exchange only the index matched, whose text is still to be read (`lexical_turns`)."""
-    return candidate.kind == "turn" and not candidate.body
+class CandidatePool:
+    """Every source's candidates by uri, a turn's built only when its item is (most of the
+    semantic pool's 200 never are): a stored memory as ranked by the memory rules, else a turn
+    with its semantic score and text, else a turn only the lexical leg found (score 0; its text
+    from grep, or read from the exchange index)."""
+
+    def __init__(
+        self,
+        memories: Sequence[Candidate],
+        dense: Sequence[SearchHit],
+        matched: Sequence[tuple[str, str]],
+        read: Callable[[str], str],
+    ) -> None:
+        self._memories = {c.uri: c for c in memories}
+        self._dense = {hit.uri: hit for hit in dense}
+        self._matched = dict(matched)
+        self._read = read
+
+    def __getitem__(self, uri: str) -> Candidate:
+        memory = self._memories.get(uri)
+        if memory is not None:
+            return memory
+        hit = self._dense.get(uri)
+        if hit is not None:
+            return turn_candidate(uri, hit.abstract, hit.score)
+        return turn_candidate(uri, self._matched.get(uri) or self._read(uri), 0.0)

@@ -39,12 +39,11 @@ from contextengine.v1 import packet_pb2
 from services.assembly import lexical
 from services.assembly.candidates import (
     Candidate,
+    CandidatePool,
     lexical_turns,
     merge_candidates,
     semantic_turns,
     split_hits,
-    turn_candidate,
-    unread,
 )
 from services.assembly.drawn import Drawn
 from services.assembly.exchange_focus import focused, folded_terms
@@ -242,8 +241,7 @@ DISTINCT_KEYS_KEPT = 8_192
 
 
 class _IndexTexts:
-    """The texts of the exchanges only the index matched (`candidates.unread`), read from it as
-    their items are built."""
+    """The texts of the exchanges only the index matched, read from it as their items are built."""
 
     def __init__(
         self, index: ExchangeIndex | None, tenant: Tenant, hits: Sequence[IndexedExchange] | None
@@ -251,11 +249,11 @@ class _IndexTexts:
         self._index, self._tenant = index, tenant
         self._hits = {hit.uri: hit for hit in hits or ()}
 
-    def read(self, candidate: Candidate) -> Candidate:
-        hit = self._hits.get(candidate.uri) if unread(candidate) else None
+    def read(self, uri: str) -> str:
+        hit = self._hits.get(uri)
         if hit is None or self._index is None:
-            return candidate
-        return turn_candidate(candidate.uri, self._index.text(self._tenant, hit) or "", candidate.score)
+            return ""
+        return self._index.text(self._tenant, hit) or ""
 
 
 @lru_cache(maxsize=DISTINCT_KEYS_KEPT)
@@ -330,18 +328,17 @@ async def recall_memories(
         ranked_memories = [c for c, _ in rank_candidates(selected, query)[: config.limit]]
         dense = semantic_turns(turn_hits, config.score_threshold)
         matched = lexical_turns(terms, dense, grepped, indexed) if config.lexical_source != "off" else []
-        by_uri = {c.uri: c for c in [*matched, *dense, *ranked_memories]}
+        pool = CandidatePool(ranked_memories, dense, matched, _IndexTexts(exchanges, tenant, indexed).read)
         focus = folded_terms(terms)
         fused = reciprocal_rank_fusion(
-            [[c.uri for c in ranked_memories], [c.uri for c in dense], [c.uri for c in matched]]
+            [[c.uri for c in ranked_memories], [h.uri for h in dense], [uri for uri, _ in matched]]
         )
-        texts = _IndexTexts(exchanges, tenant, indexed)
         # Built lazily, best first: fitting the token cap stops at the first item past it.
         items = (
             RecalledItem(candidate, rank, content_of(candidate, config, focus))
             for uri, rank in fused
             if uri not in exclude_uris
-            for candidate in (texts.read(by_uri[uri]),)
+            for candidate in (pool[uri],)
         )
         kept = islice(distinct(i for i in items if i.content), config.max_items or None)
         outcome.items = Drawn(within_token_budget(kept, counter, config.token_budget))
