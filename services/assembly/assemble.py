@@ -30,6 +30,7 @@ from services.assembly.ports import MemorySearch
 from services.assembly.profile import ProfileCache
 from services.assembly.recall import (
     RecallConfig,
+    RecalledItem,
     RecallOutcome,
     bounded,
     describe_failure,
@@ -201,7 +202,7 @@ async def assemble_context(
             call_id=tool_call_id_for(
                 identity.tenant.account_id, identity.tenant.user_id, identity.stream_id, outcome.query
             ),
-            memories=Drawn(item.for_injection() for item in outcome.items),
+            memories=Drawn.of(outcome.items).map(RecalledItem.for_injection),
         )
     packed = pack_context(
         budget=budget - section.tokens,

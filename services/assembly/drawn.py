@@ -7,10 +7,11 @@ fit: the items below it are never built, sized or checked against the raw turns.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from typing import TypeVar, overload
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, TypeVar, overload
 
 T = TypeVar("T")
+U = TypeVar("U")
 
 
 class Drawn(Sequence[T]):
@@ -69,6 +70,40 @@ class Drawn(Sequence[T]):
         while self.has(index):
             yield self._items[index]
             index += 1
+
+    def map(self, through: Callable[[T], U]) -> Drawn[U]:
+        """These items through `through`, applied as each is read (a view: drawing it draws
+        these, item for item)."""
+        return _Mapped(self, through)
+
+
+class _Mapped(Drawn[U]):
+    """`Drawn.map`: no items of its own, every read goes to the underlying items."""
+
+    def __init__(self, items: Drawn[T], through: Callable[[T], U]) -> None:
+        self._inner: Drawn[Any] = items
+        self._through: Callable[[Any], U] = through
+
+    @property
+    def drawn(self) -> int:
+        return self._inner.drawn
+
+    def has(self, index: int) -> bool:
+        return self._inner.has(index)
+
+    def _all(self) -> list[U]:
+        return [self._through(item) for item in self._inner._all()]
+
+    def __getitem__(self, index: int | slice) -> U | list[U]:  # type: ignore[override]
+        if isinstance(index, slice):
+            return self._all()[index]
+        return self._through(self._inner[index])
+
+    def __len__(self) -> int:
+        return len(self._inner)
+
+    def __iter__(self) -> Iterator[U]:
+        return map(self._through, self._inner)
 
 
 _END = object()

@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import Awaitable, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Container, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from itertools import islice
@@ -282,11 +282,12 @@ async def recall_memories(
     config: RecallConfig,
     counter: TokenCounter,
     deadline: float,
-    exclude_uris: frozenset[str] = frozenset(),
+    exclude_uris: Container[str] = frozenset(),
     exchanges: ExchangeIndex | None = None,
     skill_pool: SkillPool | None = None,
 ) -> RecallOutcome:
     """Retrieve, fuse and bound memories and raw turns for `query`; failures degrade to fewer.
+    `exclude_uris` is read again as the items are built (it may still grow until then).
     With `skill_pool`, the semantic `find` searches the skill space too when it embeds `query`
     as given, and resolves the pool with its skill hits (`skill_pool`); the pool is resolved
     (None: the skill stage finds on its own) whatever becomes of recall."""

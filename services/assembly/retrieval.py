@@ -14,7 +14,6 @@ from typing import Any, TypeVar
 
 from contextengine.v1 import packet_pb2
 
-from services.assembly.drawn import Drawn
 from services.assembly.exchange_index import ExchangeIndex
 from services.assembly.ports import MemorySearch
 from services.assembly.profile import PROFILE_MAX_TOKENS, ProfileCache, StableProfile, load_stable_profile
@@ -50,6 +49,8 @@ class Retrieval:
     skill_pool: SkillPool | None = None
     """The skill hits recall's `find` brings along (`skill_pool`), when skills were asked for
     and recall runs."""
+    excluded: set[str] = field(default_factory=set)
+    """What recall leaves out: the memories the profile shows (known once it is in)."""
 
     @classmethod
     def start(
@@ -75,6 +76,7 @@ class Retrieval:
             asyncio.get_running_loop().create_future() if with_skills and recall_on and query.query else None
         )
         max_tokens = (settings.recall_token_budget or PROFILE_MAX_TOKENS * 2) // 2
+        excluded: set[str] = set()
         recall = (
             _started(
                 recall_memories(
@@ -89,6 +91,7 @@ class Retrieval:
                     deadline=deadline,
                     exchanges=exchanges,
                     skill_pool=skill_pool,
+                    exclude_uris=excluded,
                 ),
                 deadline,
             )
@@ -116,7 +119,7 @@ class Retrieval:
             if recall_on
             else None
         )
-        return cls(query, deadline, recall, summaries, profile, skill_pool)
+        return cls(query, deadline, recall, summaries, profile, skill_pool, excluded)
 
     def abandon(self) -> None:
         """The request turned out invalid: what is in flight finishes (bounded by the deadline)
@@ -140,8 +143,7 @@ class Retrieval:
             except Exception as exc:
                 outcome = RecallOutcome(self.query.query, degraded_reasons=[describe_failure("recall", exc)])
             # What the profile shows is not recalled again.
-            shown = retrieved.profile.uris
-            outcome.items = Drawn(i for i in outcome.items if i.candidate.uri not in shown)
+            self.excluded.update(retrieved.profile.uris)  # read as the items are built
             retrieved.degraded_reasons.extend(outcome.degraded_reasons)
             retrieved.recall = outcome
         try:
