@@ -240,6 +240,31 @@ DISTINCT_KEYS_KEPT = 8_192
 """Items whose folded text a process remembers (the same exchanges are recalled call after call)."""
 
 
+def _items(
+    fused: Iterable[tuple[str, float]],
+    pool: CandidatePool,
+    exclude_uris: Container[str],
+    config: RecallConfig,
+    focus: frozenset[str],
+) -> Iterator[RecalledItem]:
+    """The fused ranking's items with something to show, best first; an exchange whose text
+    (dates aside) an earlier one has is passed over before its item is built (`distinct` would
+    leave it out: at 10,000 stored exchanges two of three are such repeats of small talk)."""
+    exchanges: set[str] = set()
+    for uri, rank in fused:
+        if uri in exclude_uris:
+            continue
+        candidate = pool[uri]
+        if candidate.kind == "turn":
+            said = undated(candidate.body)
+            if said in exchanges:
+                continue
+            exchanges.add(said)
+        content = content_of(candidate, config, focus)
+        if content:
+            yield RecalledItem(candidate, rank, content)
+
+
 class _IndexTexts:
     """The texts of the exchanges only the index matched, read from it as their items are built."""
 
@@ -335,13 +360,8 @@ async def recall_memories(
             [[c.uri for c in ranked_memories], [h.uri for h in dense], [uri for uri, _ in matched]]
         )
         # Built lazily, best first: fitting the token cap stops at the first item past it.
-        items = (
-            RecalledItem(candidate, rank, content_of(candidate, config, focus))
-            for uri, rank in fused
-            if uri not in exclude_uris
-            for candidate in (pool[uri],)
-        )
-        kept = islice(distinct(i for i in items if i.content), config.max_items or None)
+        items = _items(fused, pool, exclude_uris, config, focus)
+        kept = islice(distinct(items), config.max_items or None)
         outcome.items = Drawn(within_token_budget(kept, counter, config.token_budget))
         return outcome
     finally:
