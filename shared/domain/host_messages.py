@@ -224,15 +224,30 @@ def newest_own_messages(
     the first `count` of `newest_first(without_engine_injections(wires))`, from the transcript's
     tail alone (what decides the recall query need not wait for a scan of thousands of messages).
 
-    A tail that keeps more than `count` messages is enough: an injection is found in its own bytes
-    or, a recall result stripped of its tool name, by the call just before it, so only the tail's
-    oldest kept message could be judged differently than in the whole transcript."""
+    An injection is found in its own bytes or, a recall result stripped of its tool name, by its
+    call's: the tail judges every message as the whole transcript does except a tool result whose
+    call is older than the tail. So the tail grows until it holds `count` messages of its own and
+    the calls of those that are tool results."""
     tail = max(2 * count, 1)
     while True:
-        kept = without_engine_injections(wires[-tail:])
-        if len(kept) > count or tail >= len(wires):
-            return list(islice(newest_first(kept, cache), count))
+        window = wires[-tail:]
+        newest = list(islice(newest_first(without_engine_injections(window), cache), count))
+        whole_here = len(newest) == count and not _results_of_older_calls(newest, window, cache)
+        if whole_here or tail >= len(wires):
+            return newest
         tail *= 2
+
+
+def _results_of_older_calls(
+    messages: Sequence[common_pb2.ConversationMessage], window: Sequence[bytes], cache: HostMessageCache
+) -> bool:
+    """Whether one of `messages` is a tool result whose call is not among the `window`'s messages."""
+    results = {b.tool_result.tool_call_id for m in messages for b in m.content if b.HasField("tool_result")}
+    if not results:
+        return False
+    held = newest_first(window, cache)
+    calls = {b.tool_call.id for m in held for b in m.content if b.HasField("tool_call")}
+    return not results <= calls
 
 
 def _holding(wires: Sequence[bytes], traces: Sequence[bytes]) -> set[int]:

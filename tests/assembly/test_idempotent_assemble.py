@@ -97,6 +97,18 @@ def test_the_newest_own_messages_come_from_the_tail_as_from_the_whole(
     assert newest_own_messages(wires, cache, count) == whole == host[::-1][:count]
 
 
+def test_a_recall_result_after_another_pair_is_judged_by_its_call_not_by_the_tail() -> None:
+    """Two recall pairs handed back nested (call, call, result, result), the results stripped of
+    their tool names: the newest is known as an injection only by its call, three messages back."""
+    host = [user("alpha"), assistant("beta")]
+    outer = injected_recall_pair("first", [MEMORY], "call0abcdefgh")
+    inner = injected_recall_pair("second", [MEMORY], "call1abcdefgh")
+    stripped = {"strip_marks": True, "rename": "", "drop_name": True, "blank": False}
+    nested = [outer[0], inner[0], inner[1], outer[1]]
+    wires = wires_of(host + [reshaped(m, **stripped) for m in nested])  # type: ignore[arg-type]
+    assert newest_own_messages(wires, HostMessageCache(), 1) == [host[-1]]
+
+
 def _transcript_or_none(make: Callable[[], HostTranscript]) -> list[Message] | None:
     try:
         return make().messages
