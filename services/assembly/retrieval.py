@@ -98,21 +98,25 @@ class Retrieval:
             if recall_on and query.query
             else None
         )
-        summaries = _started(summary_source.latest_summaries(identity, deadline), deadline)
+        summaries = _started(
+            _after_recall_sends(summary_source.latest_summaries(identity, deadline)), deadline
+        )
         profile = (
             _started(
-                profiles.get(
-                    identity.tenant,
-                    (identity.agent_id, max_tokens, settings.recall_max_content_chars),
-                    lambda: load_stable_profile(
-                        client,
+                _after_recall_sends(
+                    profiles.get(
                         identity.tenant,
-                        identity.agent_id,
-                        counter,
-                        max_tokens=max_tokens,
-                        max_item_chars=settings.recall_max_content_chars,
-                        deadline=deadline,
-                    ),
+                        (identity.agent_id, max_tokens, settings.recall_max_content_chars),
+                        lambda: load_stable_profile(
+                            client,
+                            identity.tenant,
+                            identity.agent_id,
+                            counter,
+                            max_tokens=max_tokens,
+                            max_item_chars=settings.recall_max_content_chars,
+                            deadline=deadline,
+                        ),
+                    )
                 ),
                 deadline,
             )
@@ -157,6 +161,13 @@ def _started(call: Awaitable[T], deadline: float) -> asyncio.Future[T]:
     """`call` as a task now, given up at `deadline` (TimeoutError); its first step (up to its
     first request going out) runs at the caller's next `await`."""
     return asyncio.ensure_future(bounded(call, deadline))
+
+
+async def _after_recall_sends(call: Awaitable[T]) -> T:
+    """`call`, one step after recall's first: recall's `find` (the longest call) goes out before
+    the summaries' and the profile's reads, which OpenViking would otherwise serve first."""
+    await asyncio.sleep(0)
+    return await call
 
 
 def _ignore(part: asyncio.Future[Any]) -> None:
