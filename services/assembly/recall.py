@@ -249,7 +249,8 @@ def _items(
 ) -> Iterator[RecalledItem]:
     """The fused ranking's items with something to show, best first; an exchange whose text
     (dates aside) an earlier one has is passed over before its item is built (`distinct` would
-    leave it out: at 10,000 stored exchanges two of three are such repeats of small talk)."""
+    leave it out: at 10,000 stored exchanges ~85 of the ~190 items packing reached per Assemble
+    were such repeats of small talk)."""
     exchanges: set[str] = set()
     for uri, rank in fused:
         if uri in exclude_uris:
