@@ -138,12 +138,12 @@ def lexical_turns(
     BM25 of the grep matches (when grep ran), else of the semantic pool's exchanges. The text of
     one the index matched is "" (read when its item is built, if ever: `CandidatePool`)."""
     if indexed is not None:
-        ranked = [(hit.uri, "") for hit in indexed]
+        return [(hit.uri, "") for hit in indexed if is_turn_uri(hit.uri)]
+    if grepped is not None:
+        matches = lexical.rank(terms, lexical.documents(grepped), [h.abstract for h in pool])
     else:
-        matched = lexical.documents(grepped) if grepped is not None else {h.uri: h.abstract for h in pool}
-        background = [h.abstract for h in pool] if grepped is not None else []
-        ranked = [(hit.uri, hit.content) for hit in lexical.rank(terms, matched, background)]
-    return [(uri, text) for uri, text in ranked if is_turn_uri(uri)]
+        matches = lexical.rank(terms, {h.uri: h.abstract for h in pool}, [])
+    return [(hit.uri, hit.content) for hit in matches if is_turn_uri(hit.uri)]
 
 
 class CandidatePool:

@@ -34,11 +34,10 @@ class Drawn(Sequence[T]):
     def has(self, index: int) -> bool:
         """Whether there is an item `index` (`index` >= 0), drawing up to it."""
         while len(self._items) <= index and self._source is not None:
-            item = next(self._source, _END)
-            if item is _END:
+            try:
+                self._items.append(next(self._source))
+            except StopIteration:
                 self._source = None
-            else:
-                self._items.append(item)  # type: ignore[arg-type]
         return index < len(self._items)
 
     def _all(self) -> list[T]:
@@ -104,6 +103,3 @@ class _Mapped(Drawn[U]):
 
     def __iter__(self) -> Iterator[U]:
         return map(self._through, self._inner)
-
-
-_END = object()

@@ -22,6 +22,7 @@ turns always form one contiguous tail of the transcript.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -177,8 +178,9 @@ class _Fill:
 
     def recall(self, limit: int) -> None:
         """Add recalled items best first while the pair stays within `limit` (and the cap)."""
-        index = -1
-        while self.offered(index := index + 1):
+        for index in itertools.count():
+            if not self.offered(index):
+                return
             if index in self.kept or self.shown(index):
                 continue
             added = self.costs.item(index) + (0 if self.kept else self.costs.base)

@@ -313,7 +313,7 @@ async def recall_memories(
     skill_pool: SkillPool | None = None,
 ) -> RecallOutcome:
     """Retrieve, fuse and bound memories and raw turns for `query`; failures degrade to fewer.
-    `exclude_uris` is read again as the items are built (it may still grow until then).
+    `exclude_uris` is read as the items are built (it may still grow until then).
     With `skill_pool`, the semantic `find` searches the skill space too when it embeds `query`
     as given, and resolves the pool with its skill hits (`skill_pool`); the pool is resolved
     (None: the skill stage finds on its own) whatever becomes of recall."""
@@ -350,7 +350,7 @@ async def recall_memories(
         hand_over(skill_pool, pool_skills(found, limit) if found is not None else None)
         found = found or FindResult()
         stored, turn_hits = split_hits(found.memories[:TURN_CANDIDATES])
-        memories = [c for c in merge_candidates([stored], agent_id) if c.uri not in exclude_uris]
+        memories = merge_candidates([stored], agent_id)
         selected = select_candidates(memories, config.score_threshold, config.candidate_limit)
         ranked_memories = [c for c, _ in rank_candidates(selected, query)[: config.limit]]
         dense = semantic_turns(turn_hits, config.score_threshold)

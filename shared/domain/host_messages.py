@@ -120,7 +120,9 @@ class _Start:
 def _take_up(
     previous: _StreamTranscript | None, wires: list[bytes], field: str, common: int | None
 ) -> _Start:
-    reused = common if common is not None else _common_prefix(wires, previous.wires) if previous else 0
+    if common is None:
+        common = _common_prefix(wires, previous.wires) if previous is not None else 0
+    reused = common
     if previous is None or not reused:
         return _Start(TranscriptCheck(field), [], [], [], whole_turns=True)
     last = previous.transcript
