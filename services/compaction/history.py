@@ -21,8 +21,12 @@ from services.compaction.key_terms import KeyTerms
 from shared.domain.checkpoints import CheckpointRecord, CheckpointStore, EngineSummary
 from shared.domain.identity import RequestIdentity
 from shared.domain.stream_state import StreamStateStore
+from shared.sized_cache import SizedCache
 from shared.tokens import TokenCounter
 
+REMEMBERED_FIRSTS = 4_096
+"""Checkpoints known to be their stream's first (no `earlier`): a worker polling one reads the
+stream state once, not at every poll."""
 EARLIER_SUFFIX = "/earlier"
 """`<checkpoint id>/earlier`: the reference of a checkpoint's `earlier` summary."""
 
@@ -80,15 +84,18 @@ class HistorySummariser:
         self._summariser = summariser
         self._max_tokens = max_tokens
         self._count = TokenCounter.for_model("", encoding)
+        self._firsts: SizedCache[str, bool] = SizedCache(REMEMBERED_FIRSTS)
 
     async def ensure(self, identity: RequestIdentity, record: CheckpointRecord) -> CheckpointRecord:
         """The checkpoint with its `earlier` summary (none for a stream's first checkpoint)."""
-        if record.earlier is not None:
+        if record.earlier is not None or self._firsts.get(record.checkpoint_id):
             return record
         state = await self._states.load(identity)
         if state is None or record.checkpoint_id not in state.checkpoint_ids:
             return record
         before = state.checkpoint_ids[: state.checkpoint_ids.index(record.checkpoint_id)]
+        if not before:  # checkpoint ids are only ever appended: it stays its stream's first
+            self._firsts.put(record.checkpoint_id, True)
         # Walk back to the newest predecessor whose own `earlier` is known, then forward.
         chain: list[CheckpointRecord] = []
         for checkpoint_id in reversed(before):

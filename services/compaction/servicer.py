@@ -102,7 +102,7 @@ class CompactionServicer(compaction_pb2_grpc.CompactionServiceServicer):
         if record.is_terminal:
             return record
         try:
-            record = await finalise(self._ov, tenant, record, deadline=deadline)
+            record = await finalise(self._ov, tenant, record, store=self._checkpoints, deadline=deadline)
             if not record.is_terminal:
                 await self._worker.own_stream(stream_identity(tenant, record), deadline=deadline)
         except (BackendError, Aborted):

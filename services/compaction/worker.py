@@ -302,7 +302,7 @@ class CompactionWorker:
             record = committed
         self._committed.get(checkpoint_id, asyncio.Event()).set()
         record = await self._summarise(tenant, record)
-        done = (await finalise(self._ov, tenant, record)).is_terminal
+        done = (await finalise(self._ov, tenant, record, store=self._store)).is_terminal
         if done:
             self._memory_changes.changed(tenant)  # phase 2 may have extracted memories
         return done

@@ -29,9 +29,10 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from pydantic import BaseModel, Field
 
 from shared.domain.document_slots import DocumentSlots, SlotRead, checkpoint_layout
-from shared.domain.documents import ENGINE_ROOT, DocumentStore
+from shared.domain.documents import ENGINE_ROOT, DocumentStore, StoredDocument
 from shared.errors import Aborted
 from shared.openviking.tenant import Tenant
+from shared.sized_cache import SizedCache
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,8 @@ CHECKPOINT_ID_PREFIX = "cp-"
 _CHECKPOINT_ID = re.compile(r"^cp-([0-9a-f]{20})-(\d{13})-([0-9a-f]{6})$")
 PROVENANCE_DIR = f"{ENGINE_ROOT}/provenance"
 MAX_CAS_ATTEMPTS = 12
+REMEMBERED_CHECKPOINTS = 4_096
+"""Checkpoints a process remembers as it last read or wrote them (a few hundred bytes each)."""
 # OpenViking's no-LLM working-memory fallback ("# Session Summary / **Overview**: N turns, M messages").
 _FALLBACK_SUMMARY = re.compile(
     r"^\s*(?:#\s*Session Summary\s*)?\**Overview\**:\s*\d+ turns?, \d+ messages?\s*$", re.IGNORECASE
@@ -235,11 +238,18 @@ def from_proto(message: checkpoint_pb2.CompactCheckpoint, stream_id: str) -> Che
 
 class CheckpointStore:
     """Checkpoint and provenance documents, updated with compare-and-swap. A checkpoint is
-    created once (`document_slots`): no later reader that finds none can overwrite it."""
+    created once (`document_slots`): no later reader that finds none can overwrite it.
 
-    def __init__(self, documents: DocumentStore) -> None:
+    Each checkpoint is remembered as this process last read or wrote it: an update starts from
+    that version, so changing a checkpoint this process just read or wrote costs one write, not a
+    read and a write (a compaction's owner changes its checkpoint four to five times: lease,
+    commit, summary, outcome, release). Compare-and-swap refuses a stale version and the update
+    reads again; a decision not to write is only ever taken on a fresh read."""
+
+    def __init__(self, documents: DocumentStore, remembered: int = REMEMBERED_CHECKPOINTS) -> None:
         self._documents = documents
         self._slots = DocumentSlots(documents)
+        self._known: SizedCache[tuple[Tenant, str], tuple[str, StoredDocument]] = SizedCache(remembered)
 
     async def _read(self, tenant: Tenant, checkpoint_id: str, deadline: float | None) -> tuple[str, SlotRead]:
         """The checkpoint's slot URI and what it holds ("": not a checkpoint id)."""
@@ -248,11 +258,17 @@ class CheckpointStore:
             return "", SlotRead(0, None)
         layout = checkpoint_layout(stream_id, checkpoint_id)
         read = await self._slots.read(tenant, layout, deadline=deadline)
-        return layout.slot_uri(read.slot), read
+        uri = layout.slot_uri(read.slot)
+        if read.stored is not None:
+            self._known.put((tenant, checkpoint_id), (uri, read.stored))
+        else:
+            self._known.pop((tenant, checkpoint_id))
+        return uri, read
 
     async def read(
         self, tenant: Tenant, checkpoint_id: str, *, deadline: float | None = None
     ) -> CheckpointRecord | None:
+        """The checkpoint as stored now (never from this process's memory)."""
         stored = (await self._read(tenant, checkpoint_id, deadline))[1].stored
         return CheckpointRecord.model_validate(stored.data) if stored else None
 
@@ -267,12 +283,15 @@ class CheckpointStore:
         slot = await self._slots.claim(tenant, layout, read.slot, deadline=deadline)
         if slot is None:
             return False
-        await self._slots.create(tenant, layout, slot, record.model_dump(mode="json"), deadline=deadline)
+        data = record.model_dump(mode="json")
+        stored = await self._slots.create(tenant, layout, slot, data, deadline=deadline)
+        self._known.put((tenant, record.checkpoint_id), (layout.slot_uri(slot), stored))
         return True
 
     async def remove(self, tenant: Tenant, checkpoint_id: str, *, deadline: float | None = None) -> None:
         """Delete the checkpoint's document (its creation claim stays: it is never created again)."""
         uri, read = await self._read(tenant, checkpoint_id, deadline)
+        self._known.pop((tenant, checkpoint_id))
         if read.stored is not None:
             await self._documents.remove(tenant, uri, deadline=deadline)
 
@@ -285,26 +304,32 @@ class CheckpointStore:
         deadline: float | None = None,
     ) -> CheckpointRecord | None:
         """Apply `mutate` atomically (None leaves it unchanged); None when the checkpoint is unknown."""
+        key = (tenant, checkpoint_id)
         for attempt in range(MAX_CAS_ATTEMPTS):
-            uri, read = await self._read(tenant, checkpoint_id, deadline)
-            stored = read.stored
-            if stored is None:
-                return None
+            known = self._known.pop(key)
+            fresh = known is None
+            if known is None:
+                uri, read = await self._read(tenant, checkpoint_id, deadline)
+                if read.stored is None:
+                    return None
+                known = (uri, read.stored)
+            uri, stored = known
             current = CheckpointRecord.model_validate(stored.data)
             changed = mutate(current.model_copy(deep=True))
             if changed is None:
+                if not fresh:
+                    continue  # remembered, perhaps stale: a decision not to write needs a fresh read
                 return current
+            data = changed.model_dump(mode="json")
+            self._known.pop(key)  # whatever the write's outcome, the version read is no longer it
             try:
-                await self._documents.write(
-                    tenant,
-                    uri,
-                    changed.model_dump(mode="json"),
-                    expected_sha256=stored.sha256,
-                    deadline=deadline,
+                sha = await self._documents.write(
+                    tenant, uri, data, expected_sha256=stored.sha256, deadline=deadline
                 )
             except Aborted:
                 await asyncio.sleep(0.01 * (attempt + 1))
                 continue
+            self._known.put(key, (uri, StoredDocument(data, sha)))
             return changed
         raise Aborted(f"checkpoint {checkpoint_id} is contended; retry the call")
 

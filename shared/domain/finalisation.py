@@ -279,6 +279,7 @@ async def finalise(
     tenant: Tenant,
     record: CheckpointRecord,
     *,
+    store: CheckpointStore | None = None,
     deadline: float | None = None,
 ) -> CheckpointRecord:
     """Finish a checkpoint whose OpenViking task is terminal; idempotent and race-safe.
@@ -286,10 +287,11 @@ async def finalise(
     `record` is the checkpoint as the caller just read it (a poll reads it once, not twice):
     every change made here is a compare-and-swap on the stored document, so an older copy only
     costs a retry. Returns the checkpoint as stored afterwards (still PENDING while phase 2 runs).
-    A terminal checkpoint is removed from its stream's inflight list.
+    A terminal checkpoint is removed from its stream's inflight list. `store`: the caller's
+    checkpoint store, which remembers the version it just read (an update then needs no read).
     """
     documents = DocumentStore(openviking)
-    store = CheckpointStore(documents)
+    store = store or CheckpointStore(documents)
     states = StreamStateStore(documents)
     if not record.is_terminal and not record.archive_uri:
         record = await reconcile_commit(openviking, store, tenant, record, deadline)

@@ -1,0 +1,162 @@
+"""What a compaction's bookkeeping costs OpenViking, against a real one: a checkpoint this process
+last read or wrote is updated without a read, and a stale copy never loses another writer's
+change (compare-and-swap); a worker polling its stream's first checkpoint reads the stream state
+once for its `earlier` summary, not at every poll."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+
+from services.compaction.engine_summary import EngineSummariser
+from services.compaction.history import HistorySummariser
+from shared.domain.checkpoints import CheckpointRecord, CheckpointStore, new_checkpoint_id
+from shared.domain.documents import DocumentStore
+from shared.domain.identity import RequestIdentity
+from shared.domain.stream_state import StreamState, StreamStateStore
+from shared.openviking import DevAuth, OpenVikingClient
+from shared.openviking.tenant import Tenant
+from tests.support.call_log import CallLog
+from tests.support.stack import OpenVikingEndpoint
+
+pytestmark = pytest.mark.stack
+
+TENANT = Tenant(f"ce-cpstore-{uuid.uuid4().hex[:8]}", "erin")
+READ = "GET /api/v1/content/read"
+WRITE = "POST /api/v1/content/batch-write"
+
+
+@pytest.fixture
+async def logged(openviking: OpenVikingEndpoint) -> AsyncIterator[tuple[OpenVikingClient, CallLog]]:
+    log = CallLog()
+    async with OpenVikingClient(openviking.base_url, DevAuth(), middlewares=[log]) as client:
+        yield client, log
+
+
+@pytest.fixture
+async def other(openviking: OpenVikingEndpoint) -> AsyncIterator[CheckpointStore]:
+    """Another replica's store: its writes are unknown to the store under test."""
+    async with OpenVikingClient(openviking.base_url, DevAuth()) as client:
+        yield CheckpointStore(DocumentStore(client))
+
+
+def new_checkpoint(stream_id: str = "") -> CheckpointRecord:
+    stream_id = stream_id or uuid.uuid4().hex[:20]
+    return CheckpointRecord(
+        checkpoint_id=new_checkpoint_id(stream_id), stream_id=stream_id, session_id=f"ov-{stream_id}"
+    )
+
+
+def set_owner(owner: str) -> Callable[[CheckpointRecord], CheckpointRecord | None]:
+    """The lease's shape of change: nothing to write when `owner` holds it already."""
+
+    def take(current: CheckpointRecord) -> CheckpointRecord | None:
+        if current.owner == owner:
+            return None
+        current.owner = owner
+        return current
+
+    return take
+
+
+def add_turn(turn_id: str) -> Callable[[CheckpointRecord], CheckpointRecord | None]:
+    def add(current: CheckpointRecord) -> CheckpointRecord | None:
+        current.turn_ids.append(turn_id)
+        return current
+
+    return add
+
+
+async def test_updates_of_a_checkpoint_this_process_wrote_cost_one_write_each(
+    logged: tuple[OpenVikingClient, CallLog],
+) -> None:
+    client, log = logged
+    store = CheckpointStore(DocumentStore(client))
+    record = new_checkpoint()
+    assert await store.create(TENANT, record)
+    start = log.mark()
+    await store.update(TENANT, record.checkpoint_id, set_owner("a"))
+    await store.update(TENANT, record.checkpoint_id, add_turn("t1"))
+    read_then = log.mark()
+    polled = await store.read(TENANT, record.checkpoint_id)  # a poll always reads
+    await store.update(TENANT, record.checkpoint_id, add_turn("t2"))
+    assert [str(c) for c in log.calls[start:read_then]] == [WRITE, WRITE]
+    assert [str(c) for c in log.calls[read_then:]] == [READ, WRITE]
+    assert polled is not None and polled.turn_ids == ["t1"]
+    stored = await CheckpointStore(DocumentStore(client)).read(TENANT, record.checkpoint_id)
+    assert stored is not None and (stored.owner, stored.turn_ids) == ("a", ["t1", "t2"])
+
+
+async def test_a_change_made_elsewhere_is_kept_when_a_stale_copy_is_updated(
+    logged: tuple[OpenVikingClient, CallLog], other: CheckpointStore
+) -> None:
+    client, log = logged
+    store = CheckpointStore(DocumentStore(client))
+    record = new_checkpoint()
+    assert await store.create(TENANT, record)
+    await other.update(TENANT, record.checkpoint_id, add_turn("elsewhere"))
+    start = log.mark()
+    await store.update(TENANT, record.checkpoint_id, add_turn("here"))
+    assert [str(c) for c in log.calls[start:]] == [WRITE, READ, WRITE]  # refused, read, written
+    stored = await other.read(TENANT, record.checkpoint_id)
+    assert stored is not None and stored.turn_ids == ["elsewhere", "here"]
+
+
+async def test_nothing_to_write_is_only_decided_on_a_fresh_read(
+    logged: tuple[OpenVikingClient, CallLog], other: CheckpointStore
+) -> None:
+    """This process holds the lease as it last wrote it; another replica took it over since:
+    taking it back must not be skipped on the strength of the remembered copy."""
+    client, _ = logged
+    store = CheckpointStore(DocumentStore(client))
+    record = new_checkpoint()
+    assert await store.create(TENANT, record)
+    await store.update(TENANT, record.checkpoint_id, set_owner("a"))
+    await other.update(TENANT, record.checkpoint_id, set_owner("b"))
+    after = await store.update(TENANT, record.checkpoint_id, set_owner("a"))
+    stored = await other.read(TENANT, record.checkpoint_id)
+    assert after is not None and after.owner == "a"
+    assert stored is not None and stored.owner == "a"
+
+
+async def test_a_removed_checkpoint_is_not_updated_from_memory(
+    logged: tuple[OpenVikingClient, CallLog], other: CheckpointStore
+) -> None:
+    client, _ = logged
+    store = CheckpointStore(DocumentStore(client))
+    record = new_checkpoint()
+    assert await store.create(TENANT, record)
+    await other.remove(TENANT, record.checkpoint_id)
+    assert await store.update(TENANT, record.checkpoint_id, add_turn("late")) is None
+    assert await other.read(TENANT, record.checkpoint_id) is None
+
+
+async def test_a_streams_first_checkpoint_reads_the_stream_state_once_for_its_earlier_summary(
+    logged: tuple[OpenVikingClient, CallLog],
+) -> None:
+    client, log = logged
+    documents = DocumentStore(client)
+    store, states = CheckpointStore(documents), StreamStateStore(documents)
+    history = HistorySummariser(
+        store, states, EngineSummariser(client, store, max_tokens=200, encoding="o200k_base"),
+        max_tokens=200, encoding="o200k_base",
+    )  # fmt: skip
+    identity = RequestIdentity(TENANT, "main", f"host-{uuid.uuid4().hex[:6]}", "")
+    first, second = new_checkpoint(identity.stream_id), new_checkpoint(identity.stream_id)
+
+    def listed(state: StreamState) -> StreamState:
+        state.checkpoint_ids = [first.checkpoint_id, second.checkpoint_id]
+        return state
+
+    await states.update(identity, listed)
+    assert await store.create(TENANT, second)  # the first one's document is not there (yet)
+    polls = []
+    for record in (first, first, first, second, second):
+        start = log.mark()
+        assert (await history.ensure(identity, record)).earlier is None
+        polls.append([str(c) for c in log.calls[start:]])
+    assert polls[0] == [READ] and polls[1] == polls[2] == []
+    # A later checkpoint looks again each time: its predecessor's document may still be created.
+    assert polls[3] == polls[4] == [READ, READ]
