@@ -71,6 +71,10 @@ class ClaimTaker:
         if deadline is not None:
             give_up = min(give_up, deadline - 0.5)
         read_back: PendingWrite | None = None
+        # Right behind the stream's previous turn its append may still run here: once it lands,
+        # its release is owed and folds into this claim's one write. Claiming first could only
+        # find the stream's claim held (a read, then this same wait).
+        await self._after_own_append(identity, give_up)
         while True:
             now = self._clock()
             made: list[tuple[PendingWrite, ClaimPlan]] = []
@@ -115,10 +119,16 @@ class ClaimTaker:
     async def _wait(self, identity: RequestIdentity, give_up: float) -> None:
         """Until the stream's claim may be gone: the end of this replica's append on the stream
         (the host's next turn right after an answered one), else one poll interval."""
+        if not await self._after_own_append(identity, give_up):
+            await asyncio.sleep(CLAIM_POLL_SECONDS)
+
+    async def _after_own_append(self, identity: RequestIdentity, give_up: float) -> bool:
+        """Wait (within the call's time) for this replica's running append on the stream, if any
+        (False: none runs)."""
         running = self._own_append(identity)
         if running is None:
-            await asyncio.sleep(CLAIM_POLL_SECONDS)
-            return
+            return False
         await asyncio.wait(
             [running], timeout=min(CLAIM_WAIT_ON_OWN_SECONDS, max(0.0, give_up - time.monotonic()))
         )
+        return True

@@ -38,6 +38,7 @@ pytestmark = pytest.mark.stack
 STEADY_ROUND_TRIPS = 1
 STATE_WRITE = "POST /api/v1/content/batch-write"
 APPEND = "POST /api/v1/sessions/{id}/messages/batch"
+READ = "GET /api/v1/content/read"
 CALL_TIMEOUT = 30.0
 T = TypeVar("T")
 
@@ -126,6 +127,41 @@ async def test_a_release_owed_is_folded_into_the_next_claim(openviking: OpenViki
         assert len(log.calls[start:]) == STEADY_ROUND_TRIPS, log.calls[start:]
         assert [c.sequence for c in result.persisted] == [2, 3]
         await writer.drain()
+        state = await settled_stream_state(states, identity)
+        assert (state.last_sequence, state.turns_since_compaction) == (3, 2)
+
+
+async def test_a_turn_right_behind_its_streams_running_append_claims_in_one_write(
+    openviking: OpenVikingEndpoint,
+) -> None:
+    """Back to back on one replica, the next turn waits for the previous turn's append (still
+    running: held here) and then releases it and claims in one write, without reading the
+    state it would find claimed."""
+    log = CallLog()
+    async with capture_client(openviking, log) as ov:
+        states = StreamStateStore(DocumentStore(ov))
+        writer = TranscriptWriter(ov, states, releases=OwedReleases(states, grace=3600.0))
+        host_identity = new_identity()
+        identity = parsed(host_identity)
+        transcript = exchanges(2)
+        await writer.write(identity, whole_transcript(transcript[:2]), COUNTER)  # type: ignore[arg-type]
+        start = log.mark()
+        log.hold_after(0)  # the first turn's append (started after its answer) is held
+        try:
+            second = asyncio.create_task(
+                writer.write(identity, whole_transcript(transcript), COUNTER)  # type: ignore[arg-type]
+            )
+            await asyncio.sleep(0.3)
+            assert not second.done()
+        finally:
+            log.let_go()
+        result = await asyncio.wait_for(second, CALL_TIMEOUT)
+        sent = [str(c) for c in log.calls[start:]]
+        assert sent[:2] == [APPEND, STATE_WRITE], sent  # then the second turn's own append
+        assert READ not in sent, sent
+        assert [c.sequence for c in result.persisted] == [2, 3]
+        await writer.drain()
+        await assert_once_in_order(ov, host_identity, len(transcript))
         state = await settled_stream_state(states, identity)
         assert (state.last_sequence, state.turns_since_compaction) == (3, 2)
 
