@@ -187,14 +187,10 @@ class CompactionWorker:
         self, identity: RequestIdentity, entry: InflightCompaction, deadline: float | None
     ) -> CheckpointRecord:
         tenant = identity.tenant
-        record = await self._store.read(tenant, entry.checkpoint_id, deadline=deadline)
+        created = new_record(identity, entry)
+        record = await self._store.create(tenant, created, deadline=deadline)
         if record is None:
-            created = new_record(identity, entry)
-            if not await self._store.create(tenant, created, deadline=deadline):  # another caller is
-                record = await self._store.read(tenant, entry.checkpoint_id, deadline=deadline)
-                if record is None:
-                    return created  # ... still creating it: the sweep comes back to it
-            record = record or created
+            return created  # another caller is still creating it: the sweep comes back to it
         if record.is_terminal:
             await forget_inflight(self._states, identity, entry.checkpoint_id, deadline)
             return record
@@ -266,6 +262,7 @@ class CompactionWorker:
         give_up = time.monotonic() + self._phase2_wait
         renewed = time.monotonic()
         pause = POLL_SECONDS[0]
+        done = False
         try:
             while time.monotonic() < give_up:
                 try:  # a step runs only under a renewed lease; an outage delays both, stops neither
@@ -274,7 +271,7 @@ class CompactionWorker:
                         if taken is None or taken.owner != self.name:
                             return  # finished or taken over meanwhile
                         renewed = time.monotonic()
-                    if await self._step(identity, checkpoint_id):
+                    if done := await self._step(identity, checkpoint_id):
                         return
                 except _RETRIABLE as exc:
                     log.warning("compaction %s: %s; retrying", checkpoint_id, exc.message)
@@ -286,7 +283,8 @@ class CompactionWorker:
         except Exception:  # never let an owner die silently; the lease lets another replica resume
             log.exception("compaction %s stopped", checkpoint_id)
         finally:
-            await asyncio.shield(self._release_lease(tenant, checkpoint_id))
+            if not done:  # a finished checkpoint has no lease (`finalisation`), a removed one none to keep
+                await asyncio.shield(self._release_lease(tenant, checkpoint_id))
 
     async def _step(self, identity: RequestIdentity, checkpoint_id: str) -> bool:
         """One look: commit when needed, finalise when phase 2 ended. True once nothing is left."""

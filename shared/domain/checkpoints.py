@@ -274,19 +274,21 @@ class CheckpointStore:
 
     async def create(
         self, tenant: Tenant, record: CheckpointRecord, *, deadline: float | None = None
-    ) -> bool:
-        """Store a new checkpoint; False when another caller creates it (read it again)."""
+    ) -> CheckpointRecord | None:
+        """The checkpoint as stored, `record` when none was and this call created it (one read
+        either way); None while another caller is still creating it."""
         layout = checkpoint_layout(record.stream_id, record.checkpoint_id)
         read = await self._slots.read(tenant, layout, deadline=deadline)
         if read.stored is not None:
-            return False
+            self._known.put((tenant, record.checkpoint_id), (layout.slot_uri(read.slot), read.stored))
+            return CheckpointRecord.model_validate(read.stored.data)
         slot = await self._slots.claim(tenant, layout, read.slot, deadline=deadline)
         if slot is None:
-            return False
+            return await self.read(tenant, record.checkpoint_id, deadline=deadline)
         data = record.model_dump(mode="json")
         stored = await self._slots.create(tenant, layout, slot, data, deadline=deadline)
         self._known.put((tenant, record.checkpoint_id), (layout.slot_uri(slot), stored))
-        return True
+        return record
 
     async def remove(self, tenant: Tenant, checkpoint_id: str, *, deadline: float | None = None) -> None:
         """Delete the checkpoint's document (its creation claim stays: it is never created again)."""

@@ -89,6 +89,19 @@ async def test_updates_of_a_checkpoint_this_process_wrote_cost_one_write_each(
     assert stored is not None and (stored.owner, stored.turn_ids) == ("a", ["t1", "t2"])
 
 
+async def test_creating_a_checkpoint_that_exists_returns_it_as_stored_for_one_read(
+    logged: tuple[OpenVikingClient, CallLog], other: CheckpointStore
+) -> None:
+    client, log = logged
+    record = new_checkpoint()
+    assert await other.create(TENANT, record) == record
+    await other.update(TENANT, record.checkpoint_id, set_owner("b"))
+    start = log.mark()
+    found = await CheckpointStore(DocumentStore(client)).create(TENANT, record)
+    assert [str(c) for c in log.calls[start:]] == [READ]
+    assert found is not None and found.owner == "b"
+
+
 async def test_a_change_made_elsewhere_is_kept_when_a_stale_copy_is_updated(
     logged: tuple[OpenVikingClient, CallLog], other: CheckpointStore
 ) -> None:
