@@ -115,9 +115,10 @@ class DocumentStore:
 
 class DocumentUpdates:
     """Read-modify-write of small documents by compare-and-swap, each remembered as this process
-    last wrote it: changing a document it wrote last costs one write, not a read and a write. When
-    another writer changed it first, the swap is refused and the document read again, so a stale
-    memo costs a retry, never a lost change."""
+    last read or wrote it: changing a document it wrote last costs one write, not a read and a
+    write. When another writer changed it first, the swap is refused and the document read again,
+    so a stale memo costs a retry, never a lost change. A change that changes nothing writes
+    nothing, decided on a fresh read only (the memo may hide another writer's change)."""
 
     def __init__(self, store: DocumentStore, remembered: int = REMEMBERED_DOCUMENTS) -> None:
         self._store = store
@@ -132,14 +133,24 @@ class DocumentUpdates:
         attempts: int,
         deadline: float | None = None,
     ) -> None:
-        """Store `apply(current data)` (`{}` when there is none yet); `apply` must not mutate its
-        argument. Raises `Aborted` when other writers won `attempts` times in a row."""
+        """Store `apply(current data)` (`{}` when there is none yet) unless it equals the current
+        data; `apply` must not mutate its argument. Raises `Aborted` when other writers won
+        `attempts` times in a row."""
         key = (tenant, uri)
         document = self._known.pop(key)
         for _ in range(attempts):
+            fresh = document is None
             if document is None:
                 document = await self._store.read(tenant, uri, deadline=deadline)
-            data = apply(document.data if document is not None else {})
+            current = document.data if document is not None else {}
+            data = apply(current)
+            if data == current:
+                if not fresh:
+                    document = None  # remembered, perhaps stale: read it before writing nothing
+                    continue
+                if document is not None:
+                    self._known.put(key, document)
+                return
             try:
                 sha256 = await self._store.write(
                     tenant,

@@ -2,7 +2,9 @@
 user's own captured tool calls and results.
 
 Per tool the engine keeps the newest error (shortened), the argument shape of the call that
-failed, and the shape of the next call of the same tool that succeeded (the fix). Shapes are
+failed, and the shape of the next call of the same tool that succeeded (the fix); a tool that
+never failed has no record, and a success that fixes nothing changes nothing (no write: most
+tool calls work, and each write costs OpenViking ~4x a read). Shapes are
 keys and JSON types (`{"path": string, "recursive": boolean}`), never values, and raw results
 are never kept: the error text is the only words of a result that are. The document is in the
 user's own space (`viking://~/resources/.contextengine/`), which OpenViking refuses to any other
@@ -36,6 +38,7 @@ class ToolRecord:
     fix_arguments: str = ""
     failures: int = 0
     successes: int = 0
+    """Calls that worked right after a failure (the fixes)."""
     awaiting_fix: bool = False
     """The newest call failed and no successful call followed yet."""
 
@@ -120,7 +123,8 @@ def tool_outcomes(messages: Iterable[common_pb2.ConversationMessage]) -> list[To
 
 def learned(records: dict[str, ToolRecord], outcomes: Sequence[ToolOutcome]) -> dict[str, ToolRecord]:
     """`records` after `outcomes`: a failure replaces the error and failing shape; the next success
-    of that tool records its shape as the fix."""
+    of that tool records its shape as the fix. Any other success teaches nothing (and leaves
+    `records` as they were: a turn whose calls all worked as before writes nothing)."""
     updated = dict(records)
     for outcome in outcomes:
         record = updated.get(outcome.tool_name, ToolRecord(outcome.tool_name))
@@ -141,7 +145,7 @@ def learned(records: dict[str, ToolRecord], outcomes: Sequence[ToolOutcome]) -> 
                 awaiting_fix=False,
             )
         else:
-            record = replace(record, successes=record.successes + 1)
+            continue
         updated[outcome.tool_name] = record
     if len(updated) > MAX_TOOLS_KEPT:  # the tools with failures to tell first
         ranked = sorted(updated.values(), key=lambda r: (r.failures == 0, -r.failures))

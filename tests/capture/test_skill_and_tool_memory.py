@@ -181,15 +181,15 @@ async def test_tool_experience_is_told_to_its_user_and_never_to_another(capture_
             identity=bob,
             messages=[
                 user("hello"),
-                tool_call("b1", "sql_query", '{"query": "x"}'),
-                tool_result("b1", "sql_query", "ok"),
+                tool_call("b1", "shell", '{"cmd": "x"}'),
+                tool_result("b1", "shell", "permission denied", is_error=True),
             ],
             advancement_key="b1",
         ),
         timeout=60,
     )
     await learned(host, alice, TOOL_EXPERIENCE_URI, 'fix_arguments":"{')
-    await learned(host, bob, TOOL_EXPERIENCE_URI, "sql_query")
+    await learned(host, bob, TOOL_EXPERIENCE_URI, "permission denied")  # bob's own lesson
 
     told = await sources_for(host, alice, "Run sql query again for the report", [])
     (experience,) = told.tool_experience

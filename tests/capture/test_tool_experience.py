@@ -64,3 +64,38 @@ async def test_the_replica_that_wrote_last_writes_without_reading(
     records = await read_tool_records(DocumentStore(client), tenant)
     assert (records["sql"].failures, records["sql"].successes, records["sql"].awaiting_fix) == (2, 1, True)
     assert records["shell"].failures == 1
+
+
+async def test_a_turn_whose_calls_worked_as_before_writes_nothing(
+    logged: tuple[CallLog, OpenVikingClient],
+) -> None:
+    log, client = logged
+    tenant = Tenant("acme", f"tools-{uuid.uuid4().hex[:8]}")
+    one = DocumentUpdates(DocumentStore(client))
+    await record_tool_outcomes(one, tenant, calls_of("sql", 1, failed=True))
+    await record_tool_outcomes(one, tenant, calls_of("sql", 2, failed=False))  # the fix
+    for n in (3, 4):  # worked again: nothing to learn, decided on a fresh read, nothing written
+        mark = log.mark()
+        await record_tool_outcomes(
+            one, tenant, [*calls_of("sql", n, failed=False), *calls_of("ls", n, failed=False)]
+        )
+        assert [c.route for c in log.calls[mark:]] == ["/api/v1/content/read"]
+    records = await read_tool_records(DocumentStore(client), tenant)
+    assert set(records) == {"sql"}  # a tool that never failed has nothing to tell
+    assert (records["sql"].failures, records["sql"].successes, records["sql"].awaiting_fix) == (1, 1, False)
+
+
+async def test_a_fix_is_kept_when_another_replica_saw_the_failure(
+    logged: tuple[CallLog, OpenVikingClient],
+) -> None:
+    """`one` remembers sql as fixed; `other` records a new failure: `one`'s next success of sql
+    is that failure's fix, though its memo says there is nothing to learn."""
+    _, client = logged
+    tenant = Tenant("acme", f"tools-{uuid.uuid4().hex[:8]}")
+    one, other = DocumentUpdates(DocumentStore(client)), DocumentUpdates(DocumentStore(client))
+    await record_tool_outcomes(one, tenant, calls_of("sql", 1, failed=True))
+    await record_tool_outcomes(one, tenant, calls_of("sql", 2, failed=False))
+    await record_tool_outcomes(other, tenant, calls_of("sql", 3, failed=True))
+    await record_tool_outcomes(one, tenant, calls_of("sql", 4, failed=False))
+    records = await read_tool_records(DocumentStore(client), tenant)
+    assert (records["sql"].failures, records["sql"].successes, records["sql"].awaiting_fix) == (2, 2, False)

@@ -314,6 +314,7 @@ class ToolExperience(_message.Message):
     """Argument shape of the call that worked after it, empty when none did yet."""
     failures: _builtins.int
     successes: _builtins.int
+    """Calls that worked right after a failure (the fixes); other successes are not counted."""
     def __init__(
         self,
         *,

@@ -205,6 +205,7 @@ export interface ToolExperience {
   /** Argument shape of the call that worked after it, empty when none did yet. */
   fixArguments: string;
   failures: number;
+  /** Calls that worked right after a failure (the fixes); other successes are not counted. */
   successes: number;
 }
 
