@@ -30,7 +30,7 @@ import os
 import secrets
 import socket
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 # Module imports, not names: capture imports `services.compaction.transcript`, so these
 # modules may be half-initialised when this one is imported; their names are read at run time.
@@ -188,15 +188,19 @@ class CompactionWorker:
     ) -> CheckpointRecord:
         tenant = identity.tenant
         created = new_record(identity, entry)
+        if entry.checkpoint_id not in self._jobs and not self._closing:
+            created = self._leased(created, utc_now())  # created here, it is created leased
         record = await self._store.create(tenant, created, deadline=deadline)
-        if record is None:
-            return created  # another caller is still creating it: the sweep comes back to it
+        if record is None:  # another caller is still creating it: the sweep comes back to it
+            return new_record(identity, entry)
         if record.is_terminal:
             await forget_inflight(self._states, identity, entry.checkpoint_id, deadline)
             return record
         if entry.checkpoint_id in self._jobs or self._closing:
+            if record is created and created.owner:  # began closing while creating it
+                await self._release_lease(tenant, entry.checkpoint_id)
             return record
-        taken = await self._take_lease(tenant, entry.checkpoint_id, deadline)
+        taken = record if record is created else await self._take_lease(tenant, entry.checkpoint_id, deadline)
         if taken is None or taken.owner != self.name:
             return taken or record
         if entry.checkpoint_id not in self._jobs:
@@ -238,11 +242,14 @@ class CompactionWorker:
             held = current.owner and current.lease_until is not None and current.lease_until > now
             if held and current.owner != self.name:
                 return None
-            current.owner = self.name
-            current.lease_until = now + timedelta(seconds=LEASE_SECONDS)
-            return current
+            return self._leased(current, now)
 
         return await self._store.update(tenant, checkpoint_id, take, deadline=deadline)
+
+    def _leased(self, record: CheckpointRecord, now: datetime) -> CheckpointRecord:
+        record.owner = self.name
+        record.lease_until = now + timedelta(seconds=LEASE_SECONDS)
+        return record
 
     async def _release_lease(self, tenant: Tenant, checkpoint_id: str) -> None:
         def release(current: CheckpointRecord) -> CheckpointRecord | None:

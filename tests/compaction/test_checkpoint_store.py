@@ -5,6 +5,7 @@ once for its `earlier` summary, not at every poll."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable
 
@@ -12,10 +13,11 @@ import pytest
 
 from services.compaction.engine_summary import EngineSummariser
 from services.compaction.history import HistorySummariser
-from shared.domain.checkpoints import CheckpointRecord, CheckpointStore, new_checkpoint_id
+from services.compaction.worker import CompactionWorker
+from shared.domain.checkpoints import CheckpointRecord, CheckpointStore, new_checkpoint_id, utc_now
 from shared.domain.documents import DocumentStore
 from shared.domain.identity import RequestIdentity
-from shared.domain.stream_state import StreamState, StreamStateStore
+from shared.domain.stream_state import InflightCompaction, StreamState, StreamStateStore
 from shared.openviking import DevAuth, OpenVikingClient
 from shared.openviking.tenant import Tenant
 from tests.support.call_log import CallLog
@@ -25,6 +27,7 @@ pytestmark = pytest.mark.stack
 
 TENANT = Tenant(f"ce-cpstore-{uuid.uuid4().hex[:8]}", "erin")
 READ = "GET /api/v1/content/read"
+MKDIR = "POST /api/v1/fs/mkdir"
 WRITE = "POST /api/v1/content/batch-write"
 
 
@@ -173,3 +176,29 @@ async def test_a_streams_first_checkpoint_reads_the_stream_state_once_for_its_ea
     assert polls[0] == [READ] and polls[1] == polls[2] == []
     # A later checkpoint looks again each time: its predecessor's document may still be created.
     assert polls[3] == polls[4] == [READ, READ]
+
+
+async def test_a_new_hand_off_is_owned_by_creating_its_checkpoint_leased(
+    logged: tuple[OpenVikingClient, CallLog],
+) -> None:
+    """One read (none stored yet), the creation claim, one write: the owner's lease is in it."""
+    client, log = logged
+    worker = CompactionWorker(
+        client, enable_working_memory=None, phase2_wait_seconds=5.0, summary_max_tokens=200,
+        encoding="o200k_base",
+    )  # fmt: skip
+    identity = RequestIdentity(TENANT, "main", f"host-{uuid.uuid4().hex[:6]}", "")
+    entry = InflightCompaction(
+        checkpoint_id=new_checkpoint_id(identity.stream_id), session_id="ov-none", started_at=utc_now()
+    )
+    start = log.mark()
+    log.hold_after(3)  # a fourth request would be held: owning must not wait for one
+    try:
+        owned = await asyncio.wait_for(worker.own(identity, entry), 30)
+    finally:
+        log.let_go()
+        await worker.shutdown()
+    assert [str(c) for c in log.calls[start : start + 3]] == [READ, MKDIR, WRITE]
+    assert owned.owner == worker.name and owned.lease_until is not None
+    stored = await CheckpointStore(DocumentStore(client)).read(TENANT, entry.checkpoint_id)
+    assert stored is not None and stored.checkpoint_id == entry.checkpoint_id
