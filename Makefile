@@ -84,7 +84,7 @@ run: install ## Start the local stack (embeddings, OpenViking, the three service
 	$(PY) -m shared.localstack.demo
 
 .PHONY: bench
-bench: install ## Run the benchmarks (load, recall quality, 2 OpenViking shards, capture path, trigger-turn latency, Phase-3 sources, ONNX vs PyTorch embedder) on the local stack; write bench-results/
+bench: install ## Run the benchmarks (load, recall quality, 2 OpenViking shards, capture path, trigger-turn latency, Phase-3 sources, ONNX vs PyTorch embedder, OpenViking CPU per call kind) on the local stack; write bench-results/
 	$(PY) -m tests.bench.run
 	$(PY) -m tests.bench.recall.run --tier both
 	$(PY) -m tests.bench.shards
@@ -93,6 +93,7 @@ bench: install ## Run the benchmarks (load, recall quality, 2 OpenViking shards,
 	$(PY) -m tests.bench.phase3
 	$(PY) -m tests.bench.embedders
 	$(PY) -m tests.chaos.trigger_latency
+	$(PY) -m tests.bench.openviking_costs
 
 .PHONY: bench-recall
 bench-recall: install ## Only the recall-quality benchmark, both tiers (easy: recall.md; hard: recall-hard.md, vs BM25, MiniLM, RRF)
