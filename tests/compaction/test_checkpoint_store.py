@@ -52,6 +52,13 @@ def new_checkpoint(stream_id: str = "") -> CheckpointRecord:
     )
 
 
+async def created(client: OpenVikingClient) -> tuple[CheckpointStore, CheckpointRecord]:
+    """A new checkpoint, created by a store of its own over `client` (which remembers it)."""
+    store, record = CheckpointStore(DocumentStore(client)), new_checkpoint()
+    assert await store.create(TENANT, record) == record
+    return store, record
+
+
 def set_owner(owner: str) -> Callable[[CheckpointRecord], CheckpointRecord | None]:
     """The lease's shape of change: nothing to write when `owner` holds it already."""
 
@@ -76,9 +83,7 @@ async def test_updates_of_a_checkpoint_this_process_wrote_cost_one_write_each(
     logged: tuple[OpenVikingClient, CallLog],
 ) -> None:
     client, log = logged
-    store = CheckpointStore(DocumentStore(client))
-    record = new_checkpoint()
-    assert await store.create(TENANT, record)
+    store, record = await created(client)
     start = log.mark()
     await store.update(TENANT, record.checkpoint_id, set_owner("a"))
     await store.update(TENANT, record.checkpoint_id, add_turn("t1"))
@@ -109,9 +114,7 @@ async def test_a_change_made_elsewhere_is_kept_when_a_stale_copy_is_updated(
     logged: tuple[OpenVikingClient, CallLog], other: CheckpointStore
 ) -> None:
     client, log = logged
-    store = CheckpointStore(DocumentStore(client))
-    record = new_checkpoint()
-    assert await store.create(TENANT, record)
+    store, record = await created(client)
     await other.update(TENANT, record.checkpoint_id, add_turn("elsewhere"))
     start = log.mark()
     await store.update(TENANT, record.checkpoint_id, add_turn("here"))
@@ -125,10 +128,7 @@ async def test_nothing_to_write_is_only_decided_on_a_fresh_read(
 ) -> None:
     """This process holds the lease as it last wrote it; another replica took it over since:
     taking it back must not be skipped on the strength of the remembered copy."""
-    client, _ = logged
-    store = CheckpointStore(DocumentStore(client))
-    record = new_checkpoint()
-    assert await store.create(TENANT, record)
+    store, record = await created(logged[0])
     await store.update(TENANT, record.checkpoint_id, set_owner("a"))
     await other.update(TENANT, record.checkpoint_id, set_owner("b"))
     after = await store.update(TENANT, record.checkpoint_id, set_owner("a"))
@@ -140,10 +140,7 @@ async def test_nothing_to_write_is_only_decided_on_a_fresh_read(
 async def test_a_removed_checkpoint_is_not_updated_from_memory(
     logged: tuple[OpenVikingClient, CallLog], other: CheckpointStore
 ) -> None:
-    client, _ = logged
-    store = CheckpointStore(DocumentStore(client))
-    record = new_checkpoint()
-    assert await store.create(TENANT, record)
+    store, record = await created(logged[0])
     await other.remove(TENANT, record.checkpoint_id)
     assert await store.update(TENANT, record.checkpoint_id, add_turn("late")) is None
     assert await other.read(TENANT, record.checkpoint_id) is None
