@@ -4,7 +4,7 @@ The turn's reported skill uses are appended to the user's skill-use document and
 update the user's tool experience (`shared.domain.skills`, `shared.domain.tool_experience`).
 It runs in a task of its own once gRPC has sent the answer (`after_answer`), so the capture path
 waits for none of it; a failure is logged and costs only that turn's lesson. Same-process caches hear it
-(`MemoryChanges`) after every lesson; elsewhere their TTL bounds the delay.
+(`MemoryChanges`) after every lesson written; elsewhere their TTL bounds the delay.
 """
 
 from __future__ import annotations
@@ -59,12 +59,13 @@ class TurnLearning:
         await after_answer()
         deadline = time.monotonic() + LEARNING_SECONDS
         try:
-            await record_skill_uses(self._updates, tenant, used_skills, deadline=deadline)
-            await record_tool_outcomes(self._updates, tenant, messages, deadline=deadline)
+            uses = await record_skill_uses(self._updates, tenant, used_skills, deadline=deadline)
+            lesson = await record_tool_outcomes(self._updates, tenant, messages, deadline=deadline)
         except Exception:
             log.warning("skill/tool memory not updated for a turn", exc_info=True)
             return
-        self._changes.changed(tenant)
+        if uses or lesson:  # this process's caches drop the user's entries only when something changed
+            self._changes.changed(tenant)
 
     async def drain(self) -> None:
         """Wait for the lessons still being written (shutdown, tests)."""

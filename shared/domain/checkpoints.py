@@ -258,19 +258,21 @@ class CheckpointStore:
             return "", SlotRead(0, None)
         layout = checkpoint_layout(stream_id, checkpoint_id)
         read = await self._slots.read(tenant, layout, deadline=deadline)
-        uri = layout.slot_uri(read.slot)
-        if read.stored is not None:
-            self._known.put((tenant, checkpoint_id), (uri, read.stored))
-        else:
+        return layout.slot_uri(read.slot), read
+
+    def _remember(self, tenant: Tenant, checkpoint_id: str, uri: str, stored: StoredDocument | None) -> None:
+        if stored is None:
             self._known.pop((tenant, checkpoint_id))
-        return uri, read
+        else:
+            self._known.put((tenant, checkpoint_id), (uri, stored))
 
     async def read(
         self, tenant: Tenant, checkpoint_id: str, *, deadline: float | None = None
     ) -> CheckpointRecord | None:
         """The checkpoint as stored now (never from this process's memory)."""
-        stored = (await self._read(tenant, checkpoint_id, deadline))[1].stored
-        return CheckpointRecord.model_validate(stored.data) if stored else None
+        uri, read = await self._read(tenant, checkpoint_id, deadline)
+        self._remember(tenant, checkpoint_id, uri, read.stored)
+        return CheckpointRecord.model_validate(read.stored.data) if read.stored else None
 
     async def create(
         self, tenant: Tenant, record: CheckpointRecord, *, deadline: float | None = None
@@ -280,20 +282,20 @@ class CheckpointStore:
         layout = checkpoint_layout(record.stream_id, record.checkpoint_id)
         read = await self._slots.read(tenant, layout, deadline=deadline)
         if read.stored is not None:
-            self._known.put((tenant, record.checkpoint_id), (layout.slot_uri(read.slot), read.stored))
+            self._remember(tenant, record.checkpoint_id, layout.slot_uri(read.slot), read.stored)
             return CheckpointRecord.model_validate(read.stored.data)
         slot = await self._slots.claim(tenant, layout, read.slot, deadline=deadline)
         if slot is None:
             return await self.read(tenant, record.checkpoint_id, deadline=deadline)
         data = record.model_dump(mode="json")
         stored = await self._slots.create(tenant, layout, slot, data, deadline=deadline)
-        self._known.put((tenant, record.checkpoint_id), (layout.slot_uri(slot), stored))
+        self._remember(tenant, record.checkpoint_id, layout.slot_uri(slot), stored)
         return record
 
     async def remove(self, tenant: Tenant, checkpoint_id: str, *, deadline: float | None = None) -> None:
         """Delete the checkpoint's document (its creation claim stays: it is never created again)."""
         uri, read = await self._read(tenant, checkpoint_id, deadline)
-        self._known.pop((tenant, checkpoint_id))
+        self._remember(tenant, checkpoint_id, uri, None)
         if read.stored is not None:
             await self._documents.remove(tenant, uri, deadline=deadline)
 
@@ -306,9 +308,8 @@ class CheckpointStore:
         deadline: float | None = None,
     ) -> CheckpointRecord | None:
         """Apply `mutate` atomically (None leaves it unchanged); None when the checkpoint is unknown."""
-        key = (tenant, checkpoint_id)
         for attempt in range(MAX_CAS_ATTEMPTS):
-            known = self._known.pop(key)
+            known = self._known.pop((tenant, checkpoint_id))  # taken: put back only as stored
             fresh = known is None
             if known is None:
                 uri, read = await self._read(tenant, checkpoint_id, deadline)
@@ -321,9 +322,9 @@ class CheckpointStore:
             if changed is None:
                 if not fresh:
                     continue  # remembered, perhaps stale: a decision not to write needs a fresh read
+                self._remember(tenant, checkpoint_id, uri, stored)
                 return current
             data = changed.model_dump(mode="json")
-            self._known.pop(key)  # whatever the write's outcome, the version read is no longer it
             try:
                 sha = await self._documents.write(
                     tenant, uri, data, expected_sha256=stored.sha256, deadline=deadline
@@ -331,7 +332,7 @@ class CheckpointStore:
             except Aborted:
                 await asyncio.sleep(0.01 * (attempt + 1))
                 continue
-            self._known.put(key, (uri, StoredDocument(data, sha)))
+            self._remember(tenant, checkpoint_id, uri, StoredDocument(data, sha))
             return changed
         raise Aborted(f"checkpoint {checkpoint_id} is contended; retry the call")
 

@@ -132,10 +132,10 @@ class DocumentUpdates:
         *,
         attempts: int,
         deadline: float | None = None,
-    ) -> None:
+    ) -> bool:
         """Store `apply(current data)` (`{}` when there is none yet) unless it equals the current
-        data; `apply` must not mutate its argument. Raises `Aborted` when other writers won
-        `attempts` times in a row."""
+        data (False: nothing written); `apply` must not mutate its argument. Raises `Aborted`
+        when other writers won `attempts` times in a row."""
         key = (tenant, uri)
         document = self._known.pop(key)
         for _ in range(attempts):
@@ -150,7 +150,7 @@ class DocumentUpdates:
                     continue
                 if document is not None:
                     self._known.put(key, document)
-                return
+                return False
             try:
                 sha256 = await self._store.write(
                     tenant,
@@ -163,5 +163,5 @@ class DocumentUpdates:
                 document = None
                 continue
             self._known.put(key, StoredDocument(data, sha256))
-            return
+            return True
         raise Aborted(f"{uri} changed concurrently too often; retry the call")

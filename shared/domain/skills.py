@@ -149,10 +149,11 @@ async def record_skill_uses(
     *,
     now: datetime | None = None,
     deadline: float | None = None,
-) -> None:
-    """Append the turn's reported uses to the user's skill-use document (compare-and-swap)."""
+) -> bool:
+    """Append the turn's reported uses to the user's skill-use document (compare-and-swap); False
+    when nothing was written."""
     if not used:
-        return
+        return False
     at = (now or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M")
 
     def apply(data: dict[str, Any]) -> dict[str, Any]:
@@ -169,7 +170,7 @@ async def record_skill_uses(
             skills[name] = [*skills.get(name, []), record][-USES_KEPT:]
         return {**data, "skills": skills}
 
-    await updates.change(tenant, SKILL_USES_URI, apply, attempts=CAS_ATTEMPTS, deadline=deadline)
+    return await updates.change(tenant, SKILL_USES_URI, apply, attempts=CAS_ATTEMPTS, deadline=deadline)
 
 
 def validate_used_skills(used: Sequence[envelope_pb2.UsedSkill], field: str = "used_skills") -> None:

@@ -198,7 +198,8 @@ async def record_tool_outcomes(
     *,
     deadline: float | None = None,
 ) -> bool:
-    """Learn from the turn's tool calls (compare-and-swap); False when it had none."""
+    """Learn from the turn's tool calls (compare-and-swap); False when there was nothing to learn
+    (no call, or none that failed or fixed a failure: nothing written)."""
     outcomes = tool_outcomes(messages)
     if not outcomes:
         return False
@@ -206,5 +207,4 @@ async def record_tool_outcomes(
     def apply(data: dict[str, Any]) -> dict[str, Any]:
         return _document(learned(records_from_document(data), outcomes))
 
-    await updates.change(tenant, TOOL_EXPERIENCE_URI, apply, attempts=CAS_ATTEMPTS, deadline=deadline)
-    return True
+    return await updates.change(tenant, TOOL_EXPERIENCE_URI, apply, attempts=CAS_ATTEMPTS, deadline=deadline)
