@@ -186,6 +186,11 @@ class Settings(BaseModel):
     """Serve RecallFallback (the before_prompt_build path). Off = engine-only lifecycle."""
     recall_timeout_ms: int = Field(default=5000, alias="recallTimeoutMs", gt=0)
     """Longest Assemble waits for recall; past it the context is built without (degraded)."""
+    turn_index_coalesce_ms: int = Field(default=2000, alias="turnIndexCoalesceMs", ge=0, le=60_000)
+    """How long capture holds a turn's exchanges for the turn index so that more of the same
+    user's turns join one OpenViking write (~26 ms of OpenViking CPU per exchange written alone,
+    ~17 in fours): an exchange becomes findable by recall up to this much later. A compaction
+    hand-off or a flush writes the user's held exchanges at once; 0 writes each turn's at once."""
     openviking_auth_mode: Literal["dev", "trusted", "api_key"] = Field(
         default="dev", alias="openvikingAuthMode"
     )

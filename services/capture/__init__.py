@@ -38,7 +38,7 @@ def build_capture_service(context: ServiceContext) -> ServiceSpec:
         context.compaction_target, context.client_interceptors, local=context.in_process
     )
     writer = TranscriptWriter(context.openviking, states)
-    index = IndexBacklog(TurnIndexWriter(context.openviking))
+    index = IndexBacklog(TurnIndexWriter(context.openviking), coalesce=settings.turn_index_coalesce_ms / 1000)
     turns = TurnCapture(
         states,
         writer,

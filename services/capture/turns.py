@@ -146,10 +146,13 @@ class TurnCapture:
         outcome: TurnOutcome,
         fired: Sequence[Trigger.ValueType],
     ) -> None:
-        """Nudge compaction about a new hand-off now, about an older one still in flight now and then."""
+        """Nudge compaction about a new hand-off now (the user's queued exchanges indexed first:
+        compaction looks for them before it archives), about an older one still in flight now
+        and then."""
         if fired:
             outcome.trigger = fired[0]
             outcome.checkpoint_id = state.checkpoint_ids[-1]
+            self._expedite_index(identity)
             self._nudger.nudge(identity, fired[0])
         elif state.inflight:
             self._nudger.nudge(identity, checkpoint_pb2.COMPACTION_TRIGGER_UNSPECIFIED, again=True)
@@ -185,6 +188,10 @@ class TurnCapture:
                 IndexedMessage(c.sequence, c.message) for c in result.persisted if c.message is not None
             ]
             self._index.add(identity.tenant, result.session_id, stored)
+
+    def _expedite_index(self, identity: RequestIdentity) -> None:
+        if self._index is not None:
+            self._index.expedite(identity.tenant)
 
     def _admit(self, method: str) -> None:
         """Refuse a write while the background is at its hard bound (before anything is claimed)."""
@@ -394,6 +401,7 @@ class TurnCapture:
                 raise Aborted(f"a turn of {identity.buffer_key} is being written; retry the flush")
             await asyncio.sleep(0.1)
         if state.inflight:
+            self._expedite_index(identity)
             self._nudger.nudge(identity, checkpoint_pb2.COMPACTION_TRIGGER_FLUSH)
         if not written:
             return None

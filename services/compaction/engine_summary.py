@@ -83,7 +83,9 @@ def engine_summary_of(
 
 
 class EngineSummariser:
-    """Writes the engine summary of a committed checkpoint, once (idempotent, any replica)."""
+    """Writes the engine summary of a committed checkpoint, once (idempotent, any replica): with
+    the commit's record as a rule (`summary_of`), on its own when the commit was recorded
+    without it (`ensure`)."""
 
     def __init__(
         self, openviking: OpenVikingClient, store: CheckpointStore, *, max_tokens: int, encoding: str
@@ -93,12 +95,16 @@ class EngineSummariser:
         self._max_tokens = max_tokens
         self._count = TokenCounter.for_model("", encoding)
 
+    def summary_of(self, turns: Sequence[PersistedTurn]) -> EngineSummary:
+        """The engine summary of archived `turns` (written with the commit's record when the
+        worker attaches it: `shared.domain.finalisation.attach_commit`)."""
+        return engine_summary_of(turns, max_tokens=self._max_tokens, count=self._count)
+
     async def ensure(self, tenant: Tenant, record: CheckpointRecord) -> CheckpointRecord:
         """The checkpoint with its engine summary (written now when it has none yet)."""
         if record.engine_summary is not None or not record.archive_uri:
             return record
-        turns = await read_archive_turns(self._ov, tenant, record.archive_uri)
-        summary = engine_summary_of(turns, max_tokens=self._max_tokens, count=self._count)
+        summary = self.summary_of(await read_archive_turns(self._ov, tenant, record.archive_uri))
 
         def attach(current: CheckpointRecord) -> CheckpointRecord | None:
             if current.engine_summary is not None:

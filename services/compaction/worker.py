@@ -315,7 +315,8 @@ class CompactionWorker:
     async def _commit(self, identity: RequestIdentity, record: CheckpointRecord) -> CheckpointRecord | None:
         """Commit the hand-off's session (or record the commit OpenViking already made)."""
         tenant = identity.tenant
-        record = await reconcile_commit(self._ov, self._store, tenant, record, None)
+        summary_of = self._summariser.summary_of
+        record = await reconcile_commit(self._ov, self._store, tenant, record, None, summary_of=summary_of)
         if record.archive_uri:
             return record
         # A turn answered as stored may still be in a claim's outbox on this session (its owner
@@ -344,9 +345,10 @@ class CompactionWorker:
                 record.checkpoint_id,
                 archive_uri=result.archive_uri,
                 task_id=result.task_id or "",
+                summary_of=summary_of,
             )
             return attached or record
-        again = await reconcile_commit(self._ov, self._store, tenant, record, None)
+        again = await reconcile_commit(self._ov, self._store, tenant, record, None, summary_of=summary_of)
         if again.archive_uri:
             return again
         log.info("compaction %s: nothing to archive in %s; dropped", record.checkpoint_id, record.session_id)

@@ -11,7 +11,7 @@ compaction worker that owns the hand-off (`services.compaction.worker`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from contextengine.v1 import checkpoint_pb2
 
@@ -19,12 +19,14 @@ from shared.domain.archives import archive_index_of, read_archive_turns, session
 from shared.domain.checkpoints import (
     CheckpointRecord,
     CheckpointStore,
+    EngineSummary,
     ProvenanceSource,
     Status,
     is_placeholder_summary,
     utc_now,
 )
 from shared.domain.documents import DocumentStore
+from shared.domain.envelope import PersistedTurn
 from shared.domain.identity import RequestIdentity
 from shared.domain.stream_state import StreamState, StreamStateStore
 from shared.errors import BackendError, BackendNotFound
@@ -38,6 +40,8 @@ log = logging.getLogger(__name__)
 
 
 Outcome = tuple[str, str]
+SummaryOf = Callable[[Sequence[PersistedTurn]], EngineSummary]
+"""The engine summary of a checkpoint's archived turns (`services.compaction.engine_summary`)."""
 """("completed" | "failed", failure reason)."""
 
 
@@ -168,10 +172,14 @@ async def attach_commit(
     archive_uri: str,
     task_id: str,
     deadline: float | None = None,
+    summary_of: SummaryOf | None = None,
 ) -> CheckpointRecord | None:
-    """Record the commit (archive, task, archived turn range) on a checkpoint that has none."""
+    """Record the commit (archive, task, archived turn range) on a checkpoint that has none;
+    with `summary_of`, the engine summary of the archived turns in the same write (the turns
+    are read once, the checkpoint written once)."""
     turns = await read_archive_turns(openviking, tenant, archive_uri, deadline=deadline)
     committed_at = utc_now()
+    summary = summary_of(turns) if summary_of is not None else None
 
     def attach(current: CheckpointRecord) -> CheckpointRecord | None:
         if current.archive_uri:
@@ -184,6 +192,8 @@ async def attach_commit(
         if turns:
             current.start_sequence = turns[0].sequence
             current.end_sequence = turns[-1].sequence
+        if summary is not None and current.engine_summary is None:
+            current.engine_summary = summary
         return current
 
     return await store.update(tenant, checkpoint_id, attach, deadline=deadline)
@@ -195,8 +205,11 @@ async def reconcile_commit(
     tenant: Tenant,
     record: CheckpointRecord,
     deadline: float | None,
+    *,
+    summary_of: SummaryOf | None = None,
 ) -> CheckpointRecord:
-    """A checkpoint with no recorded commit: when its session has an archive, record that one."""
+    """A checkpoint with no recorded commit: when its session has an archive, record that one
+    (`attach_commit`)."""
     archives = await session_archives(openviking, tenant, record.session_id, deadline=deadline)
     if not archives:
         return record
@@ -210,6 +223,7 @@ async def reconcile_commit(
         archive_uri=archive_uri,
         task_id=task_id,
         deadline=deadline,
+        summary_of=summary_of,
     )
     return attached or record
 

@@ -1,19 +1,18 @@
 """Writes the turn index (shared.domain.turn_index).
 
-Capture indexes what each write just persisted (`add_later`): one `batch-write` with
-`wait=false` in a task of its own, after the caller was answered, so the exchange is findable a
-fraction of a second later without the turn waiting for it (`drain` finishes them at
-shutdown). A failed index write never fails the turn: the messages are already stored, and
+Capture indexes what its writes persisted off the caller's path (`services.capture.backlog`
+queues them and calls `add_captured`): one `batch-write` with `wait=false` for several writes of
+one user. A failed index write never fails the turn: the messages are already stored, and
 compaction indexes whatever of the session is missing (`catch_up`) before it archives it. The
 documents' URIs are deterministic, so a rewrite replaces instead of duplicating.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
 from shared.domain.envelope import PersistedTurn
@@ -30,7 +29,6 @@ from shared.domain.turn_index import (
 from shared.errors import BackendConflict, BackendInvalidArgument, BackendNotFound
 from shared.openviking.client import OpenVikingClient
 from shared.openviking.tenant import Tenant
-from shared.runtime.answer_first import after_answer
 
 log = logging.getLogger(__name__)
 
@@ -38,36 +36,19 @@ MAX_LISTED = 1_000_000
 """ls node_limit when listing one session's documents (all of them)."""
 
 
+@dataclass(frozen=True)
+class Captured:
+    """Messages one write persisted, to index: dated with the host's timestamps, else `captured_at`."""
+
+    session_id: str
+    messages: Sequence[IndexedMessage]
+    captured_at: datetime
+
+
 class TurnIndexWriter:
     def __init__(self, openviking: OpenVikingClient, clock: Callable[[], datetime] = utc_now) -> None:
         self._ov = openviking
         self._clock = clock
-        self._writes: set[asyncio.Task[int]] = set()
-
-    @property
-    def running(self) -> int:
-        """Index writes started by `add_later` and not finished yet."""
-        return len(self._writes)
-
-    def add_later(self, tenant: Tenant, session_id: str, messages: Sequence[IndexedMessage]) -> None:
-        """`add` in a task of its own, once the caller has its answer (`after_answer`); the
-        caller does not wait, `drain` waits for all of them."""
-        write = asyncio.create_task(
-            self._add_after_answer(tenant, session_id, messages), name=f"turn-index-{session_id}"
-        )
-        self._writes.add(write)
-        write.add_done_callback(self._writes.discard)
-
-    async def _add_after_answer(
-        self, tenant: Tenant, session_id: str, messages: Sequence[IndexedMessage]
-    ) -> int:
-        await after_answer()
-        return await self.add(tenant, session_id, messages)
-
-    async def drain(self) -> None:
-        """Wait for every index write still running (bound it with a timeout)."""
-        while self._writes:
-            await asyncio.gather(*list(self._writes), return_exceptions=True)
 
     async def add(
         self,
@@ -81,14 +62,30 @@ class TurnIndexWriter:
 
         Failures are logged, not raised: the turn is stored, and compaction catches up.
         """
-        documents = turn_documents(session_id, messages, self._clock())
+        return await self.add_captured(tenant, [self.captured(session_id, messages)], deadline=deadline)
+
+    def captured(self, session_id: str, messages: Sequence[IndexedMessage]) -> Captured:
+        """`messages` as persisted now, to index now or later (`add_captured`)."""
+        return Captured(session_id, messages, self._clock())
+
+    async def add_captured(
+        self, tenant: Tenant, captured: Sequence[Captured], *, deadline: float | None = None
+    ) -> int:
+        """Index what several writes of one user persisted (any of its sessions) in one call; the
+        number of documents written. Failures are logged, not raised (compaction catches up)."""
+        documents = [
+            document
+            for part in captured
+            for document in turn_documents(part.session_id, part.messages, part.captured_at)
+        ]
         if not documents:
             return 0
         try:
             await self._write(tenant, documents, deadline)
         except Exception as exc:
-            log.warning("turn index write for session %s failed (%s); compaction will re-index it",
-                        session_id, type(exc).__name__)  # fmt: skip
+            sessions = ", ".join(sorted({part.session_id for part in captured}))
+            log.warning("turn index write for session(s) %s failed (%s); compaction will re-index it",
+                        sessions, type(exc).__name__)  # fmt: skip
             return 0
         return len(documents)
 

@@ -20,6 +20,7 @@ from contextengine.v1 import (
     compaction_pb2_grpc,
 )
 
+from shared.config import Settings
 from shared.localstack.stack import LocalStack
 from shared.tokens import TokenCounter
 from tests.bench.common import MODEL, SpanWindows, Stubs, log, rounded
@@ -28,6 +29,7 @@ from tests.bench.engine import GRPC_OPTIONS, peak_rss_mb, start_engine, stop_eng
 from tests.bench.phases.assembly import phase_assembly
 from tests.bench.phases.compaction import phase_compaction
 from tests.bench.phases.growth import phase_growth, phase_growth_raw
+from tests.bench.phases.index_lag import phase_index_lag
 from tests.bench.phases.recall import phase_recall
 from tests.bench.phases.traffic import (
     phase_concurrency,
@@ -42,15 +44,19 @@ from tests.bench.workload import generate
 
 QUIET_BEFORE_READING = ("openviking", "embeddings")
 """A traffic phase's CPU is read once these went quiet: the turn index embeds after the answers."""
+INDEX_HOLD_SECONDS = Settings.model_fields["turn_index_coalesce_ms"].default / 1000 + 0.5
+"""Capture holds a turn's exchanges this long at most before it writes them to the turn index: an
+engine phase's CPU is read after that (and once OpenViking and the embedder are quiet again)."""
 SETTLE_CAP_SECONDS = 240.0
 """Longest wait for the assembly phase's seeded memories and ingested exchanges to be embedded."""
 
 
-async def with_cpu(meter: CpuMeter, phase: Awaitable[dict[str, Any]]) -> dict[str, Any]:
+async def with_cpu(meter: CpuMeter, phase: Awaitable[dict[str, Any]], *, held: float = 0.0) -> dict[str, Any]:
     """A traffic phase's result with its CPU per turn by process, read once its background work
-    has ended (the phase's span window closes when its own call returns)."""
+    has ended (`held`: seconds the engine may still hold work back before it starts)."""
     before = meter.snapshot()
     result = await phase
+    await asyncio.sleep(held)
     await meter.quiet(*QUIET_BEFORE_READING)
     result["cpu_ms_per_turn"] = per_turn_ms(meter.since(before), result["turns"])
     return result
@@ -138,7 +144,7 @@ async def run_bench(
                     spans.phases.append((f"concurrency {level}", window_start, time.time_ns()))
                     return result
 
-                result = await with_cpu(meter, replayed())
+                result = await with_cpu(meter, replayed(), held=INDEX_HOLD_SECONDS)
                 spans.traffic.append((f"concurrency {level}", window_start, time.time_ns(), result["turns"]))
                 report["concurrency"].append(result)
                 log(
@@ -155,6 +161,10 @@ async def run_bench(
                 )
                 report["openviking_raw_indexed"].append(indexed)
                 log(f"  {indexed['turns']} turns in {indexed['wall_s']} s")
+            if args.lag_burst > 0:
+                log(f"turn-index lag: a burst at {args.lag_burst} callers, then one session")
+                report["index_lag"] = await phase_index_lag(stubs, http, workload, args)
+                log(f"  {report['index_lag']['burst']} / {report['index_lag']['after_burst']}")
             if args.memories > 0 and args.assembly_turns > 0:
                 log(
                     f"assembly: {args.memories} memories, {args.assembly_turns}-turn session, "

@@ -66,6 +66,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--expand-calls", type=int, default=60, help="ExpandMemory calls over compacted sessions"
     )
+    parser.add_argument(
+        "--lag-burst",
+        type=int,
+        default=32,
+        help="callers of the turn-index lag phase's burst (0: no lag phase)",
+    )
+    parser.add_argument("--lag-sample", type=int, default=8, help="probe every n-th turn of the lag phase")
     parser.add_argument("--memories", type=int, default=1000, help="memories seeded for the assembly phase")
     parser.add_argument("--memory-write-concurrency", type=int, default=8)
     parser.add_argument("--memory-index-timeout", type=float, default=180)

@@ -1,6 +1,7 @@
 """The turn index's queue (`services.capture.backlog`) over real OpenViking: the caller never waits
-for it, it writes a session's queued exchanges together, it says when it is behind, and at its
-hard bound a turn is refused before anything of it is stored.
+for it, it writes a user's queued exchanges together (held for more to join, sent at once when a
+compaction is handed off), it says when it is behind, and at its hard bound a turn is refused
+before anything of it is stored.
 
 The index writes go through a `CallLog` that holds every request until `let_go`: a turn that
 returns while they are held did not wait for them - shown without timing anything.
@@ -8,6 +9,8 @@ returns while they are held did not wait for them - shown without timing anythin
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator
 
 import grpc
@@ -19,9 +22,11 @@ from shared.config import Settings, load_settings
 from shared.domain.documents import DocumentStore
 from shared.domain.identity import RequestIdentity
 from shared.domain.stream_state import StreamStateStore, session_id_for
-from shared.domain.turn_index import IndexedMessage, session_index_uri
+from shared.domain.turn_index import TURN_INDEX_ROOT, IndexedMessage, session_index_uri
 from shared.domain.turn_index_writer import TurnIndexWriter
+from shared.errors import BackendNotFound
 from shared.openviking.client import OpenVikingClient
+from shared.openviking.tenant import Tenant
 from shared.runtime.context import build_openviking_client
 from tests.capture.conftest import new_identity, parsed
 from tests.capture.test_commit_turn import capture_replica, turn_messages
@@ -31,6 +36,10 @@ from tests.support.stack import OpenVikingEndpoint
 pytestmark = pytest.mark.stack
 
 TURNS = 6
+SETTLE_SECONDS = 10.0
+"""Bound on waiting for a write the queue sends on its own (a failure, not a measurement)."""
+HELD = 600.0
+"""A batch window no test waits out."""
 
 
 @pytest.fixture
@@ -51,6 +60,45 @@ async def held(settings: Settings) -> AsyncIterator[tuple[CallLog, OpenVikingCli
     log.hold_after(0)
     async with build_openviking_client(settings, middlewares=[log]) as client:
         yield log, client
+
+
+@pytest.fixture
+async def logged(settings: Settings) -> AsyncIterator[tuple[CallLog, OpenVikingClient]]:
+    """The index's own link to OpenViking, noting every request."""
+    log = CallLog()
+    async with build_openviking_client(settings, middlewares=[log]) as client:
+        yield log, client
+
+
+def exchange(n: int) -> list[IndexedMessage]:
+    """Turn `n`'s messages at their sequences (one exchange: one index document)."""
+    return [IndexedMessage(4 * n + i, m) for i, m in enumerate(turn_messages(n))]
+
+
+async def new_user(ov: OpenVikingClient) -> Tenant:
+    """A user whose index folder exists (its first write needs no retry)."""
+    tenant = parsed(new_identity()).tenant
+    await ov.mkdir(tenant, TURN_INDEX_ROOT)
+    return tenant
+
+
+async def indexed(ov: OpenVikingClient, tenant: Tenant, session_id: str) -> int:
+    try:
+        return len((await ov.ls(tenant, session_index_uri(session_id))).entries)
+    except BackendNotFound:  # no folder: nothing indexed
+        return 0
+
+
+def index_writes(log: CallLog) -> int:
+    return sum(c.route.endswith("batch-write") for c in log.calls)
+
+
+async def settled(backlog: IndexBacklog, depth: int) -> None:
+    """Until the queue is down to `depth` exchanges (bounded: a queue that never gets there fails)."""
+    give_up = time.monotonic() + SETTLE_SECONDS
+    while backlog.depth > depth:
+        assert time.monotonic() < give_up, f"{backlog.depth} exchanges still queued"
+        await asyncio.sleep(0.05)
 
 
 async def commit(capture: object, identity: RequestIdentity, n: int) -> int:
@@ -100,3 +148,57 @@ async def test_a_turn_at_the_hard_bound_is_refused_with_a_retry_hint_and_nothing
     log.let_go()
     await backlog.drain()
     assert await commit(capture, identity, 0) == 3  # below the bound again: stored
+
+
+async def test_a_users_turns_are_held_for_one_write_across_sessions_until_their_batch_is_due(
+    ov: OpenVikingClient, logged: tuple[CallLog, OpenVikingClient]
+) -> None:
+    log, index_ov = logged
+    alice, bob = await new_user(ov), await new_user(ov)
+    backlog = IndexBacklog(TurnIndexWriter(index_ov), coalesce=HELD)
+    for n in range(3):
+        backlog.add(alice, "a1", exchange(n))
+        backlog.add(alice, "a2", exchange(n))
+        backlog.add(bob, "b1", exchange(n))
+    await asyncio.sleep(0.3)  # the workers have run: they hold the writes
+    assert index_writes(log) == 0 and backlog.depth == 3 * 3 * 4
+    backlog.expedite(alice)
+    await settled(backlog, 3 * 4)  # alice's six turns, not bob's three
+    assert index_writes(log) == 1, [str(c) for c in log.calls]  # both sessions in one call
+    assert [await indexed(ov, alice, s) for s in ("a1", "a2")] == [3, 3]
+    assert await indexed(ov, bob, "b1") == 0
+    await backlog.drain()
+    assert index_writes(log) == 2 and await indexed(ov, bob, "b1") == 3
+
+
+async def test_held_turns_are_written_together_once_their_window_passes(
+    ov: OpenVikingClient, logged: tuple[CallLog, OpenVikingClient]
+) -> None:
+    log, index_ov = logged
+    alice = await new_user(ov)
+    backlog = IndexBacklog(TurnIndexWriter(index_ov), coalesce=0.3)
+    for n in range(TURNS):
+        backlog.add(alice, "a1", exchange(n))
+    await settled(backlog, 0)  # no drain, no expedite: the window alone sends them
+    assert index_writes(log) == 1 and await indexed(ov, alice, "a1") == TURNS
+
+
+async def test_a_compaction_hand_off_sends_the_users_held_turns_at_once(
+    settings: Settings, ov: OpenVikingClient, logged: tuple[CallLog, OpenVikingClient]
+) -> None:
+    _, index_ov = logged
+    identity = parsed(new_identity())
+    backlog = IndexBacklog(TurnIndexWriter(index_ov), coalesce=HELD)
+    triggering = settings.model_copy(update={"compact_turn_threshold": 2})
+    capture = capture_replica(ov, StreamStateStore(DocumentStore(ov)), triggering, index=backlog)
+    for n in range(TURNS):
+        outcome = await capture.commit_turn(
+            identity, FencedTurn(turn_messages(n), f"lt-{n}"), token_budget=0, model=""
+        )
+        if outcome.trigger:
+            break
+    assert outcome.trigger, "no compaction was handed off"
+    # compaction (unreachable here) would look for the session's exchanges: they are sent now,
+    # not when the window passes
+    await settled(backlog, 0)
+    assert await indexed(ov, identity.tenant, outcome.session_id) == n + 1

@@ -1,7 +1,8 @@
 """What a compaction's bookkeeping costs OpenViking, against a real one: a checkpoint this process
 last read or wrote is updated without a read, and a stale copy never loses another writer's
 change (compare-and-swap); a worker polling its stream's first checkpoint reads the stream state
-once for its `earlier` summary, not at every poll."""
+once for its `earlier` summary, not at every poll; a commit's record and its engine summary are
+one write after one read of the archive."""
 
 from __future__ import annotations
 
@@ -10,16 +11,19 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 
 import pytest
+from contextengine.v1 import common_pb2
 
 from services.compaction.engine_summary import EngineSummariser
 from services.compaction.history import HistorySummariser
 from services.compaction.worker import CompactionWorker
 from shared.domain.checkpoints import CheckpointRecord, CheckpointStore, new_checkpoint_id, utc_now
 from shared.domain.documents import DocumentStore
+from shared.domain.finalisation import attach_commit
 from shared.domain.identity import RequestIdentity
 from shared.domain.stream_state import InflightCompaction, StreamState, StreamStateStore
 from shared.openviking import DevAuth, OpenVikingClient
 from shared.openviking.tenant import Tenant
+from tests.compaction.helpers import StreamWriter, conversation
 from tests.support.call_log import CallLog
 from tests.support.stack import OpenVikingEndpoint
 
@@ -199,3 +203,42 @@ async def test_a_new_hand_off_is_owned_by_creating_its_checkpoint_leased(
     assert owned.owner == worker.name and owned.lease_until is not None
     stored = await CheckpointStore(DocumentStore(client)).read(TENANT, entry.checkpoint_id)
     assert stored is not None and stored.checkpoint_id == entry.checkpoint_id
+
+
+async def test_a_commits_record_and_its_engine_summary_are_one_write_after_one_archive_read(
+    logged: tuple[OpenVikingClient, CallLog],
+) -> None:
+    client, log = logged
+    who = common_pb2.Identity(
+        account_id=TENANT.account_id,
+        user_id=TENANT.user_id,
+        agent_id="main",
+        session_id=f"h-{uuid.uuid4().hex[:6]}",
+    )
+    writer = StreamWriter(client, who)
+    await writer.append(
+        conversation(["We ship the Orion API on 2026-03-02.", "Noted: March 2nd, port 8443."])
+    )
+    session_id = (await writer.state()).active_session
+    store = CheckpointStore(DocumentStore(client))
+    record = new_checkpoint(writer.identity.stream_id)
+    record.session_id = session_id
+    await store.create(TENANT, record)
+    archive_uri = (await client.commit_session(TENANT, session_id, keep_recent_count=0)).archive_uri
+    summariser = EngineSummariser(client, store, max_tokens=200, encoding="o200k_base")
+    start = log.mark()
+    attached = await attach_commit(
+        client, store, TENANT, record.checkpoint_id, archive_uri=archive_uri, task_id="t",
+        summary_of=summariser.summary_of,
+    )  # fmt: skip
+    assert [str(c) for c in log.calls[start:]] == [READ, WRITE]  # the archive, the checkpoint
+    assert attached is not None and attached.engine_summary is not None
+    assert "Orion" in attached.engine_summary.text and (attached.start_sequence, attached.end_sequence) == (
+        0,
+        1,
+    )
+    start = log.mark()
+    assert (await summariser.ensure(TENANT, attached)).engine_summary == attached.engine_summary
+    assert log.calls[start:] == []  # nothing left to read or write
+    stored = await store.read(TENANT, record.checkpoint_id)
+    assert stored is not None and stored.engine_summary == attached.engine_summary

@@ -63,6 +63,7 @@ def summary_table(report: dict[str, Any]) -> str:
         )
     out += (
         cpu_table(report)
+        + lag_table(report)
         + growth_table(report)
         + assembly_tables(report)
         + profile_table(report)
@@ -282,6 +283,31 @@ def cpu_table(report: dict[str, Any]) -> list[str]:
         cells = " | ".join(fmt(cpu.get(part)) for part in CPU_PARTS)
         lines.append(f"| {who} | {level['concurrency']} | {cells} | {fmt(cpu.get('total'))} |")
     return lines + calls_table(report)
+
+
+def lag_table(report: dict[str, Any]) -> list[str]:
+    """Turn-index lag: AfterTurn's answer to the exchange findable, in a burst and after it."""
+    lag = report.get("index_lag")
+    if not lag:
+        return []
+    lines = [
+        "",
+        f"| turn-index lag (AfterTurn answered → findable by `find`), batch window "
+        f"{lag['coalesce_ms']} ms | turns sampled | not found in 60 s | p50 s | p95 s | p99 s | max s |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    burst = (
+        f"burst: {lag['burst_turns']} turns at {lag['burst_callers']} callers ({fmt(lag['burst_wall_s'])} s)"
+    )
+    for label, part in (
+        (burst, lag["burst"]),
+        ("right after it: 1 session, 0.5 s between turns", lag["after_burst"]),
+    ):
+        lines.append(
+            f"| {label} | {part['sampled']} | {part['not_found']} | {fmt(part['p50_s'])} "
+            f"| {fmt(part['p95_s'])} | {fmt(part['p99_s'])} | {fmt(part['max_s'])} |"
+        )
+    return lines
 
 
 def calls_table(report: dict[str, Any]) -> list[str]:

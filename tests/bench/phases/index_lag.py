@@ -1,0 +1,142 @@
+"""Turn-index lag: how long after AfterTurn answers an exchange is findable by recall (issue 33).
+
+Two parts, each replaying the workload's sessions (fresh session ids) with AfterTurn only:
+
+- *burst*: every session at once at `--lag-burst` callers, back to back (the capture replica's
+  index queue and OpenViking's embedding queue fill up);
+- *after the burst*: right after, one session turn by turn with a host's pause between turns
+  (the queues drain: does the lag come back down?).
+
+Every `--lag-sample`-th turn is probed: from AfterTurn's answer, a `search/find` of the turn's
+user text over that session's index folder every `PROBE_SECONDS` until the exchange's document
+is among the hits (`PROBE_GIVE_UP_SECONDS` at most: then it is counted as not found). The lag
+includes capture's batch window (`turnIndexCoalesceMs`) by design: recall of the session the
+host is in reads its transcript, not the index.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from contextengine.v1 import capture_pb2, common_pb2
+
+from shared.config import Settings
+from shared.domain.turn_index import session_index_uri, turn_uri
+from tests.bench.common import MODEL, Stubs, identity, ov_call, percentile, rounded, run_pool, turn_messages
+from tests.bench.workload import Session, Workload
+
+PROBE_SECONDS = 0.2
+PROBE_GIVE_UP_SECONDS = 60.0
+PROBE_LIMIT = 50
+"""Hits per probe: a session's folder holds at most a few dozen exchanges here."""
+AFTER_BURST_PAUSE_SECONDS = 0.5
+"""The host's pause between two turns after the burst."""
+
+
+@dataclass
+class LagPart:
+    lags: list[float] = field(default_factory=list)
+    lost: int = 0
+    probes: list[asyncio.Task[None]] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "sampled": len(self.lags) + self.lost,
+            "not_found": self.lost,
+            "p50_s": rounded(percentile(self.lags, 50)) if self.lags else None,
+            "p95_s": rounded(percentile(self.lags, 95)) if self.lags else None,
+            "p99_s": rounded(percentile(self.lags, 99)) if self.lags else None,
+            "max_s": rounded(max(self.lags)) if self.lags else None,
+        }
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A sampled turn: its user, what to find, its document, when AfterTurn answered."""
+
+    user: str
+    query: str
+    uri: str
+    answered: float
+
+
+async def _probe(http: httpx.AsyncClient, probe: Probe, part: LagPart) -> None:
+    """Find the turn's text in its session's index folder until its document is a hit."""
+    folder = session_index_uri(probe.uri.rsplit("/", 2)[-2])
+    wanted = probe.uri.split("/memories/", 1)[1]
+    body = {"query": probe.query, "target_uri": folder, "limit": PROBE_LIMIT, "score_threshold": 0.0}
+    while time.monotonic() - probe.answered < PROBE_GIVE_UP_SECONDS:
+        found = await ov_call(http, "POST", "/api/v1/search/find", probe.user, json=body)
+        hits = ((found or {}).get("result") or {}).get("memories") or []
+        if any(str(hit.get("uri", "")).endswith(wanted) for hit in hits):
+            part.lags.append(time.monotonic() - probe.answered)
+            return
+        await asyncio.sleep(PROBE_SECONDS)
+    part.lost += 1
+
+
+async def _replay(
+    stubs: Stubs,
+    http: httpx.AsyncClient,
+    session: Session,
+    session_id: str,
+    *,
+    args: argparse.Namespace,
+    part: LagPart,
+    pause: float,
+) -> int:
+    """AfterTurn turn by turn; every `lag_sample`-th turn probed until findable."""
+    ident = identity(session.user_id, session_id)
+    transcript: list[common_pb2.ConversationMessage] = []
+    for number, turn in enumerate(session.turns):
+        before = len(transcript)
+        user, rest = turn_messages(turn, session_id)
+        transcript += [user, *rest]
+        answer = await stubs.capture.AfterTurn(
+            capture_pb2.AfterTurnRequest(
+                identity=ident, messages=transcript, pre_prompt_message_count=before,
+                token_budget=args.budget, model=MODEL,
+            ),
+            timeout=args.rpc_timeout,
+        )  # fmt: skip
+        answered = time.monotonic()
+        if number % args.lag_sample == 0 and answer.persisted_count:
+            probe = Probe(
+                session.user_id, turn.user[:400], turn_uri(answer.openviking_session_id, before), answered
+            )
+            part.probes.append(asyncio.create_task(_probe(http, probe, part)))
+        if pause:
+            await asyncio.sleep(pause)
+    return len(session.turns)
+
+
+async def phase_index_lag(
+    stubs: Stubs, http: httpx.AsyncClient, workload: Workload, args: argparse.Namespace
+) -> dict[str, Any]:
+    burst, after = LagPart(), LagPart()
+
+    async def bursting(session: Session) -> int:
+        return await _replay(
+            stubs, http, session, f"lagb-{session.session_id}", args=args, part=burst, pause=0.0
+        )
+
+    turns, wall = await run_pool(workload.sessions, args.lag_burst, bursting)
+    calm = workload.sessions[0]
+    await _replay(
+        stubs, http, calm, f"laga-{calm.session_id}", args=args, part=after, pause=AFTER_BURST_PAUSE_SECONDS
+    )
+    await asyncio.gather(*burst.probes, *after.probes)
+    return {
+        "burst_callers": args.lag_burst,
+        "burst_turns": turns,
+        "burst_wall_s": rounded(wall),
+        "sample_every": args.lag_sample,
+        "coalesce_ms": Settings.model_fields["turn_index_coalesce_ms"].default,
+        "burst": burst.summary(),
+        "after_burst": after.summary(),
+    }
