@@ -1,6 +1,7 @@
 """Turn-index lag: how long after AfterTurn answers an exchange is findable by recall (issue 33).
 
-Two parts, each replaying the workload's sessions (fresh session ids) with AfterTurn only:
+Two parts, each replaying the workload's sessions (fresh session ids) as a host does (Assemble,
+then AfterTurn, per turn):
 
 - *burst*: every session at once at `--lag-burst` callers, back to back (the capture replica's
   index queue and OpenViking's embedding queue fill up);
@@ -8,7 +9,8 @@ Two parts, each replaying the workload's sessions (fresh session ids) with After
   (the queues drain: does the lag come back down?).
 
 Every `--lag-sample`-th turn is probed: from AfterTurn's answer, a `search/find` of the turn's
-user text over that session's index folder every `PROBE_SECONDS` until the exchange's document
+user text over that session's index folder, again after `PROBE_SECONDS` growing by half each
+time (so that probing does not add much load to what it measures), until the exchange's document
 is among the hits (`PROBE_GIVE_UP_SECONDS` at most: then it is counted as not found). The lag
 includes capture's batch window (`turnIndexCoalesceMs`) by design: recall of the session the
 host is in reads its transcript, not the index.
@@ -22,8 +24,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import grpc
 import httpx
-from contextengine.v1 import capture_pb2, common_pb2
+from contextengine.v1 import assembly_pb2, capture_pb2, common_pb2
 
 from shared.config import Settings
 from shared.domain.turn_index import session_index_uri, turn_uri
@@ -31,6 +34,7 @@ from tests.bench.common import MODEL, Stubs, identity, ov_call, percentile, roun
 from tests.bench.workload import Session, Workload
 
 PROBE_SECONDS = 0.2
+PROBE_MAX_SECONDS = 2.0
 PROBE_GIVE_UP_SECONDS = 60.0
 PROBE_LIMIT = 50
 """Hits per probe: a session's folder holds at most a few dozen exchanges here."""
@@ -42,11 +46,14 @@ AFTER_BURST_PAUSE_SECONDS = 0.5
 class LagPart:
     lags: list[float] = field(default_factory=list)
     lost: int = 0
+    errors: int = 0
+    """Turns whose RPC failed (not probed)."""
     probes: list[asyncio.Task[None]] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
         return {
             "sampled": len(self.lags) + self.lost,
+            "rpc_errors": self.errors,
             "not_found": self.lost,
             "p50_s": rounded(percentile(self.lags, 50)) if self.lags else None,
             "p95_s": rounded(percentile(self.lags, 95)) if self.lags else None,
@@ -70,13 +77,15 @@ async def _probe(http: httpx.AsyncClient, probe: Probe, part: LagPart) -> None:
     folder = session_index_uri(probe.uri.rsplit("/", 2)[-2])
     wanted = probe.uri.split("/memories/", 1)[1]
     body = {"query": probe.query, "target_uri": folder, "limit": PROBE_LIMIT, "score_threshold": 0.0}
+    pause = PROBE_SECONDS
     while time.monotonic() - probe.answered < PROBE_GIVE_UP_SECONDS:
         found = await ov_call(http, "POST", "/api/v1/search/find", probe.user, json=body)
         hits = ((found or {}).get("result") or {}).get("memories") or []
         if any(str(hit.get("uri", "")).endswith(wanted) for hit in hits):
             part.lags.append(time.monotonic() - probe.answered)
             return
-        await asyncio.sleep(PROBE_SECONDS)
+        await asyncio.sleep(pause)
+        pause = min(PROBE_MAX_SECONDS, pause * 1.5)
     part.lost += 1
 
 
@@ -90,20 +99,38 @@ async def _replay(
     part: LagPart,
     pause: float,
 ) -> int:
-    """AfterTurn turn by turn; every `lag_sample`-th turn probed until findable."""
+    """Assemble and AfterTurn turn by turn; every `lag_sample`-th turn probed until findable."""
     ident = identity(session.user_id, session_id)
     transcript: list[common_pb2.ConversationMessage] = []
     for number, turn in enumerate(session.turns):
         before = len(transcript)
         user, rest = turn_messages(turn, session_id)
-        transcript += [user, *rest]
-        answer = await stubs.capture.AfterTurn(
-            capture_pb2.AfterTurnRequest(
-                identity=ident, messages=transcript, pre_prompt_message_count=before,
-                token_budget=args.budget, model=MODEL,
-            ),
-            timeout=args.rpc_timeout,
-        )  # fmt: skip
+        try:
+            await stubs.assembly.Assemble(
+                assembly_pb2.AssembleRequest(
+                    identity=ident,
+                    messages=[*transcript, user],
+                    token_budget=args.budget,
+                    model=MODEL,
+                    prompt=turn.user,
+                ),
+                timeout=args.rpc_timeout,
+            )
+            transcript += [user, *rest]
+            answer = await stubs.capture.AfterTurn(
+                capture_pb2.AfterTurnRequest(
+                    identity=ident,
+                    messages=transcript,
+                    pre_prompt_message_count=before,
+                    token_budget=args.budget,
+                    model=MODEL,
+                ),
+                timeout=args.rpc_timeout,
+            )
+        except grpc.aio.AioRpcError:
+            part.errors += 1  # the host would deliver the turn again with its next one
+            transcript[before:] = [user, *rest]
+            continue
         answered = time.monotonic()
         if number % args.lag_sample == 0 and answer.persisted_count:
             probe = Probe(
