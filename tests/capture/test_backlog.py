@@ -26,6 +26,7 @@ from shared.domain.turn_index import TURN_INDEX_ROOT, IndexedMessage, session_in
 from shared.domain.turn_index_writer import TurnIndexWriter
 from shared.errors import BackendNotFound
 from shared.openviking.client import OpenVikingClient
+from shared.openviking.http import HttpRequest, HttpResponse, Send
 from shared.openviking.tenant import Tenant
 from shared.runtime.context import build_openviking_client
 from tests.capture.conftest import new_identity, parsed
@@ -202,3 +203,36 @@ async def test_a_compaction_hand_off_sends_the_users_held_turns_at_once(
     # not when the window passes
     await settled(backlog, 0)
     assert await indexed(ov, identity.tenant, outcome.session_id) == n + 1
+
+
+class Statuses:
+    """HTTP middleware noting the status of every answer."""
+
+    def __init__(self) -> None:
+        self.seen: list[int] = []
+
+    async def __call__(self, request: HttpRequest, send: Send) -> HttpResponse:
+        response = await send(request)
+        self.seen.append(response.status)
+        return response
+
+
+async def test_two_writes_of_the_same_exchanges_at_once_both_land(
+    settings: Settings, ov: OpenVikingClient
+) -> None:
+    """OpenViking refuses a batch-write while another one holds any of its documents (409, busy):
+    capture's write and compaction's catch-up of a session met so, and both lost the exchanges."""
+    statuses = Statuses()
+    async with build_openviking_client(settings, middlewares=[statuses]) as client:
+        writer = TurnIndexWriter(client)
+        for _ in range(3):  # until the two writes met (they did at the first try in every run)
+            alice = await new_user(ov)
+            late = [m for n in range(TURNS) for m in exchange(n)]
+            written = await asyncio.gather(
+                writer.add(alice, "a1", late[: len(late) // 2]), writer.add(alice, "a1", late)
+            )
+            assert written == [TURNS // 2, TURNS]  # neither was given up
+            assert await indexed(ov, alice, "a1") == TURNS
+            if 409 in statuses.seen:
+                break
+    assert 409 in statuses.seen, "the two writes never met: the test showed nothing"

@@ -46,6 +46,8 @@ AFTER_BURST_PAUSE_SECONDS = 0.5
 class LagPart:
     lags: list[float] = field(default_factory=list)
     lost: int = 0
+    unwritten: int = 0
+    """Of `lost`: no document at the exchange's URI when the probe gave up."""
     errors: int = 0
     """Turns whose RPC failed (not probed)."""
     probes: list[asyncio.Task[None]] = field(default_factory=list)
@@ -55,6 +57,7 @@ class LagPart:
             "sampled": len(self.lags) + self.lost,
             "rpc_errors": self.errors,
             "not_found": self.lost,
+            "not_written": self.unwritten,
             "p50_s": rounded(percentile(self.lags, 50)) if self.lags else None,
             "p95_s": rounded(percentile(self.lags, 95)) if self.lags else None,
             "p99_s": rounded(percentile(self.lags, 99)) if self.lags else None,
@@ -87,6 +90,9 @@ async def _probe(http: httpx.AsyncClient, probe: Probe, part: LagPart) -> None:
         await asyncio.sleep(pause)
         pause = min(PROBE_MAX_SECONDS, pause * 1.5)
     part.lost += 1
+    stat = await ov_call(http, "GET", "/api/v1/fs/stat", probe.user, params={"uri": probe.uri})
+    if not (stat or {}).get("result"):
+        part.unwritten += 1
 
 
 async def _replay(

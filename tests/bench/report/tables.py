@@ -293,7 +293,7 @@ def lag_table(report: dict[str, Any]) -> list[str]:
     lines = [
         "",
         f"| turn-index lag (AfterTurn answered → findable by `find`), batch window "
-        f"{lag['coalesce_ms']} ms | turns sampled | not found in 60 s | RPC errors "
+        f"{lag['coalesce_ms']} ms | turns sampled | not found in 60 s (of which not written) | RPC errors "
         "| p50 s | p95 s | p99 s | max s |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -305,7 +305,8 @@ def lag_table(report: dict[str, Any]) -> list[str]:
         ("right after it: 1 session, 0.5 s between turns", lag["after_burst"]),
     ):
         lines.append(
-            f"| {label} | {part['sampled']} | {part['not_found']} | {part['rpc_errors']} "
+            f"| {label} | {part['sampled']} | {part['not_found']} ({part['not_written']}) "
+            f"| {part['rpc_errors']} "
             f"| {fmt(part['p50_s'])} | {fmt(part['p95_s'])} | {fmt(part['p99_s'])} | {fmt(part['max_s'])} |"
         )
     return lines
