@@ -59,7 +59,7 @@ class BacklogFull(ContextEngineError):
     status_code = grpc.StatusCode.RESOURCE_EXHAUSTED
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class _Queued:
     tenant: Tenant
     captured: Captured
@@ -94,6 +94,9 @@ class IndexBacklog:
         """Users whose queued exchanges are written without waiting for their batch (`expedite`)."""
         self._draining = 0
         self._wake = asyncio.Event()
+        self._writing: set[_Queued] = set()
+        self._progress = asyncio.Event()
+        """Set (and replaced) each time a batch is done."""
 
     @property
     def depth(self) -> int:
@@ -129,12 +132,19 @@ class IndexBacklog:
             self._running.add(worker)
             worker.add_done_callback(self._running.discard)
 
-    def expedite(self, tenant: Tenant) -> None:
+    def expedite(self, tenant: Tenant) -> asyncio.Future[None]:
         """Write the user's queued exchanges without waiting for their batch to fill (a
-        compaction of one of its sessions is about to look for them)."""
+        compaction of one of its sessions is about to look for them); done once they and those
+        of the user being written are written (or failed: compaction indexes what is missing)."""
+        held = frozenset(q for q in (*self._queue, *self._writing) if q.tenant == tenant)
         if any(queued.tenant == tenant for queued in self._queue):
             self._urgent.add(tenant)
             self._wake.set()
+        return asyncio.ensure_future(self._written(held))
+
+    async def _written(self, held: frozenset[_Queued]) -> None:
+        while held & {*self._queue, *self._writing}:
+            await self._progress.wait()
 
     async def drain(self) -> None:
         """Write everything queued now (shutdown; bound it with a timeout)."""
@@ -189,10 +199,14 @@ class IndexBacklog:
         await after_answer()  # started by a call: its answer leaves first
         while (first := await self._next()) is not None:
             batch = self._take(first)
+            self._writing.update(batch)
             try:
                 await self._index.add_captured(first.tenant, [queued.captured for queued in batch])
             finally:
                 self._queued -= sum(queued.size for queued in batch)
+                self._writing.difference_update(batch)
+                self._progress.set()
+                self._progress = asyncio.Event()
             now = self._clock()
             for queued in batch:
                 record_turn_index_lag(now - queued.since)

@@ -11,9 +11,10 @@ next call touching the stream picks the hand-off up.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import grpc
 from contextengine.v1 import checkpoint_pb2, common_pb2, compaction_pb2, compaction_pb2_grpc
@@ -30,6 +31,8 @@ NUDGE_CALL_TIMEOUT_SECONDS = 5.0
 NUDGE_ATTEMPTS = 3
 RENUDGE_SECONDS = 10.0
 """A stream whose hand-off is still in flight is nudged again at most this often."""
+AFTER_WAIT_SECONDS = 10.0
+"""Longest a nudge waits for the user's held turn-index writes before it goes out anyway."""
 
 
 def identity_message(identity: RequestIdentity) -> common_pb2.Identity:
@@ -74,21 +77,29 @@ class CompactionNudger:
         trigger: checkpoint_pb2.CompactionTrigger.ValueType,
         *,
         again: bool = False,
+        after: Awaitable[None] | None = None,
     ) -> None:
-        """Ask, in the background, for the stream's hand-offs to be owned. With `again` (an old
-        hand-off seen in flight), at most once per `RENUDGE_SECONDS` per stream."""
+        """Ask, in the background, for the stream's hand-offs to be owned, once `after` is done
+        (at most `AFTER_WAIT_SECONDS`). With `again` (an old hand-off seen in flight), at most
+        once per `RENUDGE_SECONDS` per stream."""
         now = time.monotonic()
         if again and now - self._last.get(identity.buffer_key, -RENUDGE_SECONDS) < RENUDGE_SECONDS:
             return
         self._last[identity.buffer_key] = now
-        task = asyncio.create_task(self._send(identity, trigger), name=f"nudge-{identity.buffer_key}")
+        task = asyncio.create_task(self._send(identity, trigger, after), name=f"nudge-{identity.buffer_key}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
     async def _send(
-        self, identity: RequestIdentity, trigger: checkpoint_pb2.CompactionTrigger.ValueType
+        self,
+        identity: RequestIdentity,
+        trigger: checkpoint_pb2.CompactionTrigger.ValueType,
+        after: Awaitable[None] | None,
     ) -> None:
         await after_answer()  # the hand-off is stored: the turn's caller goes first
+        if after is not None:
+            with contextlib.suppress(Exception):  # late or failed: compaction indexes what is missing
+                await asyncio.wait_for(after, AFTER_WAIT_SECONDS)
         if self._local is not None and self._local.own_hand_offs is not None:
             try:  # CompactionService runs in this process: no hop, and it works while draining
                 await asyncio.wait_for(self._local.own_hand_offs(identity), self._call_timeout)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -152,8 +152,7 @@ class TurnCapture:
         if fired:
             outcome.trigger = fired[0]
             outcome.checkpoint_id = state.checkpoint_ids[-1]
-            self._expedite_index(identity)
-            self._nudger.nudge(identity, fired[0])
+            self._nudger.nudge(identity, fired[0], after=self._indexed(identity))
         elif state.inflight:
             self._nudger.nudge(identity, checkpoint_pb2.COMPACTION_TRIGGER_UNSPECIFIED, again=True)
 
@@ -189,9 +188,10 @@ class TurnCapture:
             ]
             self._index.add(identity.tenant, result.session_id, stored)
 
-    def _expedite_index(self, identity: RequestIdentity) -> None:
-        if self._index is not None:
-            self._index.expedite(identity.tenant)
+    def _indexed(self, identity: RequestIdentity) -> Awaitable[None] | None:
+        """The user's held exchanges sent to the turn index now; done once they are written, so
+        that the compaction nudged after it finds them there instead of writing them again."""
+        return self._index.expedite(identity.tenant) if self._index is not None else None
 
     def _admit(self, method: str) -> None:
         """Refuse a write while the background is at its hard bound (before anything is claimed)."""
@@ -401,8 +401,8 @@ class TurnCapture:
                 raise Aborted(f"a turn of {identity.buffer_key} is being written; retry the flush")
             await asyncio.sleep(0.1)
         if state.inflight:
-            self._expedite_index(identity)
-            self._nudger.nudge(identity, checkpoint_pb2.COMPACTION_TRIGGER_FLUSH)
+            flushed = checkpoint_pb2.COMPACTION_TRIGGER_FLUSH
+            self._nudger.nudge(identity, flushed, after=self._indexed(identity))
         if not written:
             return None
         entry = state.inflight[-1]

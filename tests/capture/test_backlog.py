@@ -17,7 +17,10 @@ import grpc
 import pytest
 
 from services.capture.backlog import BacklogFull, IndexBacklog
-from services.capture.turns import FencedTurn
+from services.capture.compaction_client import CompactionNudger
+from services.capture.transcript import TranscriptWriter
+from services.capture.triggers import TriggerThresholds
+from services.capture.turns import FencedTurn, TurnCapture
 from shared.config import Settings, load_settings
 from shared.domain.documents import DocumentStore
 from shared.domain.identity import RequestIdentity
@@ -28,7 +31,7 @@ from shared.errors import BackendNotFound
 from shared.openviking.client import OpenVikingClient
 from shared.openviking.http import HttpRequest, HttpResponse, Send
 from shared.openviking.tenant import Tenant
-from shared.runtime.context import build_openviking_client
+from shared.runtime.context import InProcess, build_openviking_client
 from tests.capture.conftest import new_identity, parsed
 from tests.capture.test_commit_turn import capture_replica, turn_messages
 from tests.support.call_log import CallLog
@@ -163,8 +166,8 @@ async def test_a_users_turns_are_held_for_one_write_across_sessions_until_their_
         backlog.add(bob, "b1", exchange(n))
     await asyncio.sleep(0.3)  # the workers have run: they hold the writes
     assert index_writes(log) == 0 and backlog.depth == 3 * 3 * 4
-    backlog.expedite(alice)
-    await settled(backlog, 3 * 4)  # alice's six turns, not bob's three
+    await asyncio.wait_for(backlog.expedite(alice), SETTLE_SECONDS)  # done once alice's are written
+    assert backlog.depth == 3 * 4  # bob's three turns are still held
     assert index_writes(log) == 1, [str(c) for c in log.calls]  # both sessions in one call
     assert [await indexed(ov, alice, s) for s in ("a1", "a2")] == [3, 3]
     assert await indexed(ov, bob, "b1") == 0
@@ -184,14 +187,32 @@ async def test_held_turns_are_written_together_once_their_window_passes(
     assert index_writes(log) == 1 and await indexed(ov, alice, "a1") == TURNS
 
 
-async def test_a_compaction_hand_off_sends_the_users_held_turns_at_once(
+async def test_a_compaction_is_nudged_once_the_users_held_turns_are_indexed(
     settings: Settings, ov: OpenVikingClient, logged: tuple[CallLog, OpenVikingClient]
 ) -> None:
+    """A hand-off sends the user's held exchanges at once (not when their window passes), and
+    compaction is asked to own it only once they are written: it finds them in the index
+    instead of writing them a second time."""
     _, index_ov = logged
     identity = parsed(new_identity())
     backlog = IndexBacklog(TurnIndexWriter(index_ov), coalesce=HELD)
-    triggering = settings.model_copy(update={"compact_turn_threshold": 2})
-    capture = capture_replica(ov, StreamStateStore(DocumentStore(ov)), triggering, index=backlog)
+    found_by_compaction: list[int] = []
+    owned = asyncio.Event()
+
+    async def own_hand_offs(stream: RequestIdentity) -> None:  # compaction, in this process
+        found_by_compaction.append(await indexed(ov, stream.tenant, session_id_for(stream.stream_id, 0)))
+        owned.set()
+
+    states = StreamStateStore(DocumentStore(ov))
+    capture = TurnCapture(
+        states,
+        TranscriptWriter(ov, states),
+        CompactionNudger(lambda: "unused", local=InProcess(own_hand_offs=own_hand_offs)),
+        TriggerThresholds.from_settings(settings.model_copy(update={"compact_turn_threshold": 2})),
+        default_encoding=settings.default_encoding,
+        capture_max_length=settings.capture_max_length,
+        index=backlog,
+    )
     for n in range(TURNS):
         outcome = await capture.commit_turn(
             identity, FencedTurn(turn_messages(n), f"lt-{n}"), token_budget=0, model=""
@@ -199,10 +220,9 @@ async def test_a_compaction_hand_off_sends_the_users_held_turns_at_once(
         if outcome.trigger:
             break
     assert outcome.trigger, "no compaction was handed off"
-    # compaction (unreachable here) would look for the session's exchanges: they are sent now,
-    # not when the window passes
-    await settled(backlog, 0)
-    assert await indexed(ov, identity.tenant, outcome.session_id) == n + 1
+    await asyncio.wait_for(owned.wait(), SETTLE_SECONDS)
+    assert found_by_compaction == [n + 1]  # every exchange of the session, already indexed
+    assert backlog.depth == 0
 
 
 class Statuses:

@@ -69,10 +69,16 @@ How to read it:
   alone doing what lets the engine recall conversation without an LLM. It is context, not the
   issue's baseline.
 - **CPU ms per turn by process**: user + system CPU from `/proc` over the phase, read once
-  OpenViking and the embedder are quiet again (the turn index embeds after the answers), divided
-  by the phase's turns. The *OpenViking calls per turn* table counts the services' client spans
-  started in the same window, inside an RPC or after its answer (releases, appends, turn index,
-  compactions the triggers hand off).
+  OpenViking and the embedder are quiet again (the turn index embeds after the answers) and, for
+  the engine, once capture's turn-index batch window has passed, divided by the phase's turns.
+  The *OpenViking calls per turn* table counts the services' client spans started in the same
+  window, inside an RPC or after its answer (releases, appends, turn index, compactions the
+  triggers hand off).
+- **Turn-index lag** (`tests/bench/phases/index_lag.py`): the workload's sessions replayed again
+  (Assemble, AfterTurn) all at once at the burst's callers, then one session with 0.5 s between
+  turns; every few turns, from AfterTurn's answer, a `find` of the turn's text over its session's
+  index folder (pauses growing from 0.2 to 2 s) until the exchange's document is a hit. An
+  exchange not found within 60 s is checked with `fs/stat`: *not written* means it was lost.
 - **assembled tok/turn** counts (with `shared.tokens.TokenCounter`) what `Assemble` returned,
   against the whole transcript up to that turn.
 - **Hit rate**: a planted fact's unique needle appears in the context. `engine_new_session` asks in a
