@@ -4,9 +4,10 @@ calls are worth saving.
 Starts a private local stack (temp data dir, free ports, no LLM) and makes each kind of call the
 engine makes, through the engine's own client, one after another: a stream state's read and its
 compare-and-swap write (`DocumentStore`), a 100-byte document's write, a session append of one
-exchange, a turn-index document (embedded), recall's `find` (limit `TURN_CANDIDATES`), `fs/ls`,
-`fs/mkdir`. Per kind: OpenViking's CPU per call (from /proc, read once its queues are quiet
-again, so deferred work counts), the embedding server's, and the wall time per call.
+exchange, a turn-index document (embedded) alone and four in one call, recall's `find` (limit
+`TURN_CANDIDATES`), `fs/ls`, `fs/mkdir`. Per kind: OpenViking's CPU per call (from /proc, read
+once its queues are quiet again, so deferred work counts), the embedding server's, and the wall
+time per call.
 
     python -m tests.bench.openviking_costs [--calls 120] [--out bench-results]
 """
@@ -81,11 +82,15 @@ async def run(url: str, meter: CpuMeter, calls: int) -> list[dict[str, Any]]:
             ]
             await client.add_messages(tenant, session, exchange)
 
-        async def turn_document(i: int) -> None:
-            text = f"[2026-12-06] user: question {i} about the migration plan\nassistant: {'an answer ' * 30}"
-            operation = {"uri": f"{TURN_INDEX_ROOT}/costs/t{i}.md", "content": text, "mode": "replace"}
+        def turn_operation(name: str) -> dict[str, Any]:
+            text = (
+                f"[2026-12-06] user: question {name} about the migration plan\nassistant: {'an answer ' * 30}"
+            )
+            return {"uri": f"{TURN_INDEX_ROOT}/costs/t{name}.md", "content": text, "mode": "replace"}
+
+        async def turn_documents(operations: list[dict[str, Any]]) -> None:
             await client.batch_write(
-                tenant, TURN_INDEX_ROOT, [operation], wait=False, processing_mode=TURN_PROCESSING_MODE
+                tenant, TURN_INDEX_ROOT, operations, wait=False, processing_mode=TURN_PROCESSING_MODE
             )
 
         async def find(i: int) -> None:
@@ -99,7 +104,14 @@ async def run(url: str, meter: CpuMeter, calls: int) -> list[dict[str, Any]]:
             ("content/batch-write: a stream state (compare-and-swap, deferred processing)", state_write),
             ("content/batch-write: a 100-byte document", small_write),
             ("sessions/messages/batch: one exchange", append),
-            ("content/batch-write: a turn-index document (embedded)", turn_document),
+            (
+                "content/batch-write: a turn-index document (embedded)",
+                lambda i: turn_documents([turn_operation(f"{i}")]),
+            ),
+            (
+                "content/batch-write: four turn-index documents in one call (capture's batches)",
+                lambda i: turn_documents([turn_operation(f"{i}-{k}") for k in range(4)]),
+            ),
             (f"search/find: limit {TURN_CANDIDATES}", find),
             ("fs/ls: a folder", lambda i: client.ls(tenant, f"{ENGINE_ROOT}/costs")),
             ("fs/mkdir: a new folder", lambda i: client.mkdir(tenant, f"{ENGINE_ROOT}/costs/d{i}")),

@@ -162,7 +162,7 @@ async def run_bench(
                 report["openviking_raw_indexed"].append(indexed)
                 log(f"  {indexed['turns']} turns in {indexed['wall_s']} s")
             if args.lag_burst > 0:
-                log(f"turn-index lag: a burst at {args.lag_burst} callers, then one session")
+                log(f"turn-index lag: a burst at {args.lag_burst} callers, then sessions one at a time")
                 report["index_lag"] = await phase_index_lag(stubs, http, workload, args)
                 log(f"  {report['index_lag']['burst']} / {report['index_lag']['after_burst']}")
             if args.memories > 0 and args.assembly_turns > 0:

@@ -5,10 +5,11 @@ then AfterTurn, per turn):
 
 - *burst*: every session at once at `--lag-burst` callers, back to back (the capture replica's
   index queue and OpenViking's embedding queue fill up);
-- *after the burst*: right after, one session turn by turn with a host's pause between turns
-  (the queues drain: does the lag come back down?).
+- *after the burst*: right after, `AFTER_BURST_SESSIONS` sessions one after the other, turn by
+  turn with a host's pause between turns, every turn probed (the queues drain: does the lag come
+  back down, and how fast?).
 
-Every `--lag-sample`-th turn is probed: from AfterTurn's answer, a `search/find` of the turn's
+In the burst every `--lag-sample`-th turn is probed: from AfterTurn's answer, a `search/find` of the turn's
 user text over that session's index folder, again after `PROBE_SECONDS` growing by half each
 time (so that probing does not add much load to what it measures), until the exchange's document
 is among the hits (`PROBE_GIVE_UP_SECONDS` at most: then it is counted as not found). The lag
@@ -40,11 +41,14 @@ PROBE_LIMIT = 50
 """Hits per probe: a session's folder holds at most a few dozen exchanges here."""
 AFTER_BURST_PAUSE_SECONDS = 0.5
 """The host's pause between two turns after the burst."""
+AFTER_BURST_SESSIONS = 3
 
 
 @dataclass
 class LagPart:
     lags: list[float] = field(default_factory=list)
+    by_turn: dict[int, float] = field(default_factory=dict)
+    """Lag by the probed turn's position in the part (for the last session's lags)."""
     lost: int = 0
     unwritten: int = 0
     """Of `lost`: no document at the exchange's URI when the probe gave up."""
@@ -62,7 +66,16 @@ class LagPart:
             "p95_s": rounded(percentile(self.lags, 95)) if self.lags else None,
             "p99_s": rounded(percentile(self.lags, 99)) if self.lags else None,
             "max_s": rounded(max(self.lags)) if self.lags else None,
+            "last_p50_s": rounded(percentile(self.last, 50)) if self.last else None,
         }
+
+    @property
+    def last(self) -> list[float]:
+        """The lags of the last third of the probed turns."""
+        order = sorted(self.by_turn)
+        return (
+            [self.by_turn[turn] for turn in order[len(order) - len(order) // 3 :]] if len(order) >= 3 else []
+        )
 
 
 @dataclass(frozen=True)
@@ -73,6 +86,7 @@ class Probe:
     query: str
     uri: str
     answered: float
+    turn: int
 
 
 async def _probe(http: httpx.AsyncClient, probe: Probe, part: LagPart) -> None:
@@ -86,6 +100,7 @@ async def _probe(http: httpx.AsyncClient, probe: Probe, part: LagPart) -> None:
         hits = ((found or {}).get("result") or {}).get("memories") or []
         if any(str(hit.get("uri", "")).endswith(wanted) for hit in hits):
             part.lags.append(time.monotonic() - probe.answered)
+            part.by_turn[probe.turn] = part.lags[-1]
             return
         await asyncio.sleep(pause)
         pause = min(PROBE_MAX_SECONDS, pause * 1.5)
@@ -104,8 +119,9 @@ async def _replay(
     args: argparse.Namespace,
     part: LagPart,
     pause: float,
+    sample: int,
 ) -> int:
-    """Assemble and AfterTurn turn by turn; every `lag_sample`-th turn probed until findable."""
+    """Assemble and AfterTurn turn by turn; every `sample`-th turn probed until findable."""
     ident = identity(session.user_id, session_id)
     transcript: list[common_pb2.ConversationMessage] = []
     for number, turn in enumerate(session.turns):
@@ -138,10 +154,9 @@ async def _replay(
             transcript[before:] = [user, *rest]
             continue
         answered = time.monotonic()
-        if number % args.lag_sample == 0 and answer.persisted_count:
-            probe = Probe(
-                session.user_id, turn.user[:400], turn_uri(answer.openviking_session_id, before), answered
-            )
+        if number % sample == 0 and answer.persisted_count:
+            uri = turn_uri(answer.openviking_session_id, before)
+            probe = Probe(session.user_id, turn.user[:400], uri, answered, len(part.probes))
             part.probes.append(asyncio.create_task(_probe(http, probe, part)))
         if pause:
             await asyncio.sleep(pause)
@@ -155,14 +170,22 @@ async def phase_index_lag(
 
     async def bursting(session: Session) -> int:
         return await _replay(
-            stubs, http, session, f"lagb-{session.session_id}", args=args, part=burst, pause=0.0
+            stubs,
+            http,
+            session,
+            f"lagb-{session.session_id}",
+            args=args,
+            part=burst,
+            pause=0.0,
+            sample=args.lag_sample,
         )
 
     turns, wall = await run_pool(workload.sessions, args.lag_burst, bursting)
-    calm = workload.sessions[0]
-    await _replay(
-        stubs, http, calm, f"laga-{calm.session_id}", args=args, part=after, pause=AFTER_BURST_PAUSE_SECONDS
-    )
+    for calm in workload.sessions[:AFTER_BURST_SESSIONS]:
+        await _replay(
+            stubs, http, calm, f"laga-{calm.session_id}", args=args, part=after,
+            pause=AFTER_BURST_PAUSE_SECONDS, sample=1,
+        )  # fmt: skip
     await asyncio.gather(*burst.probes, *after.probes)
     return {
         "burst_callers": args.lag_burst,
@@ -171,5 +194,6 @@ async def phase_index_lag(
         "sample_every": args.lag_sample,
         "coalesce_ms": Settings.model_fields["turn_index_coalesce_ms"].default,
         "burst": burst.summary(),
+        "after_burst_sessions": AFTER_BURST_SESSIONS,
         "after_burst": after.summary(),
     }
