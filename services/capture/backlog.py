@@ -132,17 +132,17 @@ class IndexBacklog:
             self._running.add(worker)
             worker.add_done_callback(self._running.discard)
 
-    def expedite(self, tenant: Tenant) -> asyncio.Future[None]:
+    def expedite(self, tenant: Tenant) -> None:
         """Write the user's queued exchanges without waiting for their batch to fill (a
-        compaction of one of its sessions is about to look for them); done once they and those
-        of the user being written are written (or failed: compaction indexes what is missing)."""
-        held = frozenset(q for q in (*self._queue, *self._writing) if q.tenant == tenant)
+        compaction of one of its sessions is about to look for them, or they came in bulk)."""
         if any(queued.tenant == tenant for queued in self._queue):
             self._urgent.add(tenant)
             self._wake.set()
-        return asyncio.ensure_future(self._written(held))
 
-    async def _written(self, held: frozenset[_Queued]) -> None:
+    async def written(self, tenant: Tenant) -> None:
+        """Until the user's exchanges queued or being written now are written (or failed:
+        compaction indexes what is missing)."""
+        held = frozenset(q for q in (*self._queue, *self._writing) if q.tenant == tenant)
         while held & {*self._queue, *self._writing}:
             await self._progress.wait()
 

@@ -77,9 +77,9 @@ class CompactionNudger:
         trigger: checkpoint_pb2.CompactionTrigger.ValueType,
         *,
         again: bool = False,
-        after: Awaitable[None] | None = None,
+        after: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
-        """Ask, in the background, for the stream's hand-offs to be owned, once `after` is done
+        """Ask, in the background, for the stream's hand-offs to be owned, once `after()` is done
         (at most `AFTER_WAIT_SECONDS`). With `again` (an old hand-off seen in flight), at most
         once per `RENUDGE_SECONDS` per stream."""
         now = time.monotonic()
@@ -94,12 +94,12 @@ class CompactionNudger:
         self,
         identity: RequestIdentity,
         trigger: checkpoint_pb2.CompactionTrigger.ValueType,
-        after: Awaitable[None] | None,
+        after: Callable[[], Awaitable[None]] | None,
     ) -> None:
         await after_answer()  # the hand-off is stored: the turn's caller goes first
         if after is not None:
             with contextlib.suppress(Exception):  # late or failed: compaction indexes what is missing
-                await asyncio.wait_for(after, AFTER_WAIT_SECONDS)
+                await asyncio.wait_for(after(), AFTER_WAIT_SECONDS)
         if self._local is not None and self._local.own_hand_offs is not None:
             try:  # CompactionService runs in this process: no hop, and it works while draining
                 await asyncio.wait_for(self._local.own_hand_offs(identity), self._call_timeout)

@@ -25,12 +25,9 @@ from shared.domain.stream_state import PendingWrite, StreamState, StreamStateSto
 
 log = logging.getLogger(__name__)
 
-RELEASE_GRACE_SECONDS = 1.0
+RELEASE_GRACE_SECONDS = 0.2
 """How long an owed release waits for the stream's next claim to fold it in before it is
-written alone. A host's next turn follows its Assemble: at 8 callers on the load bench that was
-later than 0.2 s for a quarter of the turns (96 releases of 384 turns written alone, ~14 ms of
-OpenViking CPU each). Meanwhile another replica's claim on the stream waits for the release (a
-host keeps its gRPC connection, so its turns come to this replica); a flush writes it at once."""
+written alone (a host's next turn on the same replica usually comes sooner when busy)."""
 
 Release = Callable[[StreamState], bool]
 """Applies a landed claim's release to the state when that claim is still stored (True)."""

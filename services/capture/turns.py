@@ -179,19 +179,26 @@ class TurnCapture:
         self._index_persisted(identity, result)
         return result, result.released or result.state, fired
 
-    def _index_persisted(self, identity: RequestIdentity, result: WriteResult) -> None:
+    def _index_persisted(self, identity: RequestIdentity, result: WriteResult, *, bulk: bool = False) -> None:
         """Make what this call stored findable (the turn index), off the caller's path; never
-        fails the turn (compaction indexes whatever is missing before it archives a session)."""
+        fails the turn (compaction indexes whatever is missing before it archives a session).
+        `bulk` (Ingest): a batch already, written without waiting for more."""
         if self._index is not None:
             stored = [
                 IndexedMessage(c.sequence, c.message) for c in result.persisted if c.message is not None
             ]
             self._index.add(identity.tenant, result.session_id, stored)
+            if bulk:
+                self._index.expedite(identity.tenant)
 
-    def _indexed(self, identity: RequestIdentity) -> Awaitable[None] | None:
-        """The user's held exchanges sent to the turn index now; done once they are written, so
-        that the compaction nudged after it finds them there instead of writing them again."""
-        return self._index.expedite(identity.tenant) if self._index is not None else None
+    def _indexed(self, identity: RequestIdentity) -> Callable[[], Awaitable[None]] | None:
+        """The user's held exchanges sent to the turn index now, and how to wait until they are
+        written: the compaction nudged after that finds them there instead of writing them again."""
+        index = self._index
+        if index is None:
+            return None
+        index.expedite(identity.tenant)
+        return lambda: index.written(identity.tenant)
 
     def _admit(self, method: str) -> None:
         """Refuse a write while the background is at its hard bound (before anything is claimed)."""
@@ -345,7 +352,7 @@ class TurnCapture:
             )
 
         result = await self._writer.write(identity, plan, counter, dedupe_host_ids=True, deadline=deadline)
-        self._index_persisted(identity, result)
+        self._index_persisted(identity, result, bulk=True)
         return TurnOutcome(
             persisted_count=len(result.persisted),
             duplicate_count=result.host_id_duplicates,

@@ -36,6 +36,8 @@ log = logging.getLogger(__name__)
 
 BUSY_RETRY_SECONDS = (0.2, 0.5, 1.0, 2.0, 4.0)
 """Pauses before the next attempt of an index write OpenViking refused as busy (~8 s in all)."""
+CATCH_UP_BUSY_SECONDS = (0.5,)
+"""Compaction's catch-up looks again this long after a busy refusal, once."""
 MAX_LISTED = 1_000_000
 """ls node_limit when listing one session's documents (all of them)."""
 
@@ -102,43 +104,62 @@ class TurnIndexWriter:
         deadline: float | None = None,
     ) -> int:
         """Index the exchanges of `turns` (one session's, stored) that have no document yet; the
-        number written. Raises on failure (the caller decides whether that matters)."""
+        number written. Raises on failure (the caller decides whether that matters). When
+        OpenViking reports some of them busy (capture is writing them), it looks once more and
+        writes only what is still missing: it does not wait for capture's write (a bulk Ingest's
+        takes seconds, and a synchronous Compact would wait with it) nor repeat it."""
+        messages = [IndexedMessage(t.sequence, t.message) for t in sorted(turns, key=lambda t: t.sequence)]
+        documents = turn_documents(session_id, messages, self._clock())
+        for pause in (*CATCH_UP_BUSY_SECONDS, None):
+            present = await self._listed(tenant, session_id, deadline)
+            missing = [d for d in documents if d.uri.rsplit("/", 1)[-1] not in present]
+            if not missing:
+                return 0
+            try:
+                await self._write(tenant, missing, deadline, retry_busy=False)
+                return len(missing)
+            except BackendConflict:
+                if pause is None or (deadline is not None and time.monotonic() + pause > deadline):
+                    raise
+                await asyncio.sleep(pause)
+        return 0  # not reached: the last attempt returns or raises
+
+    async def _listed(self, tenant: Tenant, session_id: str, deadline: float | None) -> set[str]:
+        """The names of the session's index documents."""
         try:
             listing = await self._ov.ls(
                 tenant, session_index_uri(session_id), node_limit=MAX_LISTED, deadline=deadline
             )
-            present = {entry.uri.rsplit("/", 1)[-1] for entry in listing.entries}
         except BackendNotFound:
-            present = set()
-        messages = [IndexedMessage(t.sequence, t.message) for t in sorted(turns, key=lambda t: t.sequence)]
-        missing = [
-            d
-            for d in turn_documents(session_id, messages, self._clock())
-            if d.uri.rsplit("/", 1)[-1] not in present
-        ]
-        if missing:
-            await self._write(tenant, missing, deadline)
-        return len(missing)
+            return set()
+        return {entry.uri.rsplit("/", 1)[-1] for entry in listing.entries}
 
-    async def _write(self, tenant: Tenant, documents: Sequence[TurnDocument], deadline: float | None) -> None:
+    async def _write(
+        self,
+        tenant: Tenant,
+        documents: Sequence[TurnDocument],
+        deadline: float | None,
+        *,
+        retry_busy: bool = True,
+    ) -> None:
         operations = write_operations(documents)
         try:
-            await self._batch(tenant, operations, deadline)
+            await self._batch(tenant, operations, deadline, retry_busy)
         except (BackendNotFound, BackendInvalidArgument):
             # First exchange of this user: the index folder does not exist yet.
             with contextlib.suppress(BackendConflict):  # another replica created it meanwhile
                 await self._ov.mkdir(tenant, TURN_INDEX_ROOT, deadline=deadline)
-            await self._batch(tenant, operations, deadline)
+            await self._batch(tenant, operations, deadline, retry_busy)
 
     async def _batch(
-        self, tenant: Tenant, operations: list[dict[str, object]], deadline: float | None
+        self, tenant: Tenant, operations: list[dict[str, object]], deadline: float | None, retry_busy: bool
     ) -> None:
         """One batch-write, tried again while OpenViking reports a document of it busy: it locks
         a document while it writes it, and refuses a batch any document of which another write
         holds (409) - capture's write and compaction's catch-up of a session's exchanges met so
         and both lost them (5 of 64 sampled exchanges never indexed in a 32-caller burst,
         `tests/bench/phases/index_lag.py`)."""
-        for pause in BUSY_RETRY_SECONDS:
+        for pause in BUSY_RETRY_SECONDS if retry_busy else ():
             try:
                 await self._send(tenant, operations, deadline)
                 return

@@ -166,7 +166,8 @@ async def test_a_users_turns_are_held_for_one_write_across_sessions_until_their_
         backlog.add(bob, "b1", exchange(n))
     await asyncio.sleep(0.3)  # the workers have run: they hold the writes
     assert index_writes(log) == 0 and backlog.depth == 3 * 3 * 4
-    await asyncio.wait_for(backlog.expedite(alice), SETTLE_SECONDS)  # done once alice's are written
+    backlog.expedite(alice)
+    await asyncio.wait_for(backlog.written(alice), SETTLE_SECONDS)
     assert backlog.depth == 3 * 4  # bob's three turns are still held
     assert index_writes(log) == 1, [str(c) for c in log.calls]  # both sessions in one call
     assert [await indexed(ov, alice, s) for s in ("a1", "a2")] == [3, 3]
