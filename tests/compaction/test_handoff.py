@@ -239,7 +239,9 @@ async def test_an_outage_during_a_lease_renewal_does_not_stop_the_owner(
         answer = await service.stub.Compact(compact_request(who, background=True), timeout=60)
         down.armed = True  # the job runs: the lease is its to renew
         cp = await settled(service.stub, who, answer.checkpoint.checkpoint_id, within=60)
-        assert down.attempts == 0  # the renewal was refused
+        # the renewal was refused (its retries too, unless the poll above finalised the checkpoint
+        # meanwhile: the job's next write then changes more than the lease and is no renewal)
+        assert down.attempts < RetryPolicy().max_attempts
         assert_committed(cp, (await writer.state()).sessions[0])
         assert not [r for r in caplog.records if "stopped" in r.getMessage()]
 

@@ -4,6 +4,8 @@ leaves the tenant's data in OpenViking exactly as it was (real services, real Op
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator
 
 import grpc
@@ -37,6 +39,10 @@ CASES: dict[str, Case] = {
 }
 
 
+INDEX_SECONDS = 15.0
+"""Bound on waiting for the victim's good turn to be indexed."""
+
+
 async def snapshot(ov: OpenVikingClient) -> dict[str, object]:
     """Every file of the victim (and of the same user id in account `default`) with its size."""
     state: dict[str, object] = {}
@@ -66,7 +72,20 @@ async def victim(contract_engine: Stubs, openviking: OpenVikingEndpoint) -> Asyn
     )
     await contract_engine.capture.StoreMemory(store(text="The victim's locker number is 4711"), timeout=120)
     async with OpenVikingClient(openviking.base_url, DevAuth()) as ov:
+        await at_rest(ov)
         yield ov
+
+
+async def at_rest(ov: OpenVikingClient) -> None:
+    """Until the victim's good turn is in the turn index (capture writes it after its batch
+    window): the snapshots compared below then change only if a bad call changed them."""
+    give_up = time.monotonic() + INDEX_SECONDS
+    while True:
+        files = (await snapshot(ov))[ACCOUNT]
+        if isinstance(files, list) and any("/ce-turns/" in uri and uri.endswith(".md") for uri, _ in files):
+            return
+        assert time.monotonic() < give_up, "the victim's turn was never indexed"
+        await asyncio.sleep(0.2)
 
 
 def test_the_corpus_is_large_enough() -> None:
