@@ -40,9 +40,9 @@ log = logging.getLogger(__name__)
 
 
 Outcome = tuple[str, str]
+"""("completed" | "failed", failure reason)."""
 SummaryOf = Callable[[Sequence[PersistedTurn]], EngineSummary]
 """The engine summary of a checkpoint's archived turns (`services.compaction.engine_summary`)."""
-"""("completed" | "failed", failure reason)."""
 
 
 async def _task_outcome(

@@ -13,9 +13,10 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TypeVar
 
 from shared.domain.envelope import PersistedTurn
 from shared.domain.stream_state import utc_now
@@ -34,6 +35,7 @@ from shared.openviking.tenant import Tenant
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
 BUSY_RETRY_SECONDS = (0.2, 0.5, 1.0, 2.0, 4.0)
 """Pauses before the next attempt of an index write OpenViking refused as busy (~8 s in all)."""
 CATCH_UP_BUSY_SECONDS = (0.5,)
@@ -110,19 +112,15 @@ class TurnIndexWriter:
         takes seconds, and a synchronous Compact would wait with it) nor repeat it."""
         messages = [IndexedMessage(t.sequence, t.message) for t in sorted(turns, key=lambda t: t.sequence)]
         documents = turn_documents(session_id, messages, self._clock())
-        for pause in (*CATCH_UP_BUSY_SECONDS, None):
+
+        async def write_missing() -> int:
             present = await self._listed(tenant, session_id, deadline)
             missing = [d for d in documents if d.uri.rsplit("/", 1)[-1] not in present]
-            if not missing:
-                return 0
-            try:
-                await self._write(tenant, missing, deadline, retry_busy=False)
-                return len(missing)
-            except BackendConflict:
-                if pause is None or (deadline is not None and time.monotonic() + pause > deadline):
-                    raise
-                await asyncio.sleep(pause)
-        return 0  # not reached: the last attempt returns or raises
+            if missing:
+                await self._write(tenant, missing, deadline, busy_pauses=())
+            return len(missing)
+
+        return await _while_busy(write_missing, CATCH_UP_BUSY_SECONDS, deadline)
 
     async def _listed(self, tenant: Tenant, session_id: str, deadline: float | None) -> set[str]:
         """The names of the session's index documents."""
@@ -140,34 +138,30 @@ class TurnIndexWriter:
         documents: Sequence[TurnDocument],
         deadline: float | None,
         *,
-        retry_busy: bool = True,
+        busy_pauses: Sequence[float] = BUSY_RETRY_SECONDS,
     ) -> None:
         operations = write_operations(documents)
         try:
-            await self._batch(tenant, operations, deadline, retry_busy)
+            await self._batch(tenant, operations, deadline, busy_pauses)
         except (BackendNotFound, BackendInvalidArgument):
             # First exchange of this user: the index folder does not exist yet.
             with contextlib.suppress(BackendConflict):  # another replica created it meanwhile
                 await self._ov.mkdir(tenant, TURN_INDEX_ROOT, deadline=deadline)
-            await self._batch(tenant, operations, deadline, retry_busy)
+            await self._batch(tenant, operations, deadline, busy_pauses)
 
     async def _batch(
-        self, tenant: Tenant, operations: list[dict[str, object]], deadline: float | None, retry_busy: bool
+        self,
+        tenant: Tenant,
+        operations: list[dict[str, object]],
+        deadline: float | None,
+        busy_pauses: Sequence[float],
     ) -> None:
-        """One batch-write, tried again while OpenViking reports a document of it busy: it locks
-        a document while it writes it, and refuses a batch any document of which another write
-        holds (409) - capture's write and compaction's catch-up of a session's exchanges met so
-        and both lost them (5 of 64 sampled exchanges never indexed in a 32-caller burst,
-        `tests/bench/phases/index_lag.py`)."""
-        for pause in BUSY_RETRY_SECONDS if retry_busy else ():
-            try:
-                await self._send(tenant, operations, deadline)
-                return
-            except BackendConflict:
-                if deadline is not None and time.monotonic() + pause > deadline:
-                    raise
-                await asyncio.sleep(pause)
-        await self._send(tenant, operations, deadline)
+        """One batch-write, tried again after each of `busy_pauses` while OpenViking reports a
+        document of it busy: it locks a document while it writes it, and refuses a batch any
+        document of which another write holds (409) - capture's write and compaction's catch-up of
+        a session's exchanges met so and both lost them (5 of 64 sampled exchanges never indexed
+        in a 32-caller burst, `tests/bench/phases/index_lag.py`)."""
+        await _while_busy(lambda: self._send(tenant, operations, deadline), busy_pauses, deadline)
 
     async def _send(
         self, tenant: Tenant, operations: list[dict[str, object]], deadline: float | None
@@ -180,3 +174,18 @@ class TurnIndexWriter:
             processing_mode=TURN_PROCESSING_MODE,
             deadline=deadline,
         )
+
+
+async def _while_busy(
+    attempt: Callable[[], Awaitable[T]], pauses: Sequence[float], deadline: float | None
+) -> T:
+    """`attempt()`, again after each of `pauses` while OpenViking refuses it as busy (409), unless
+    the pause would pass `deadline`; the last refusal is raised."""
+    for pause in pauses:
+        try:
+            return await attempt()
+        except BackendConflict:
+            if deadline is not None and time.monotonic() + pause > deadline:
+                raise
+            await asyncio.sleep(pause)
+    return await attempt()

@@ -16,6 +16,7 @@ from typing import Any
 import grpc
 import httpx
 from contextengine.v1 import (
+    assembly_pb2,
     assembly_pb2_grpc,
     capture_pb2,
     capture_pb2_grpc,
@@ -116,6 +117,24 @@ def describe_error(exc: BaseException) -> str:
 
 def identity(user_id: str, session_id: str) -> common_pb2.Identity:
     return common_pb2.Identity(account_id=ACCOUNT, user_id=user_id, agent_id=AGENT, session_id=session_id)
+
+
+def assemble_request(
+    ident: common_pb2.Identity, messages: list[common_pb2.ConversationMessage], prompt: str, budget: int
+) -> assembly_pb2.AssembleRequest:
+    """The host's Assemble before a turn: its transcript, the new user message last."""
+    return assembly_pb2.AssembleRequest(
+        identity=ident, messages=messages, token_budget=budget, model=MODEL, prompt=prompt
+    )
+
+
+def after_turn_request(
+    ident: common_pb2.Identity, transcript: list[common_pb2.ConversationMessage], before: int, budget: int
+) -> capture_pb2.AfterTurnRequest:
+    """The host's AfterTurn: the whole transcript, `before` of its messages from earlier turns."""
+    return capture_pb2.AfterTurnRequest(
+        identity=ident, messages=transcript, pre_prompt_message_count=before, token_budget=budget, model=MODEL
+    )
 
 
 def text_message(role: int, text: str, msg_id: str) -> common_pb2.ConversationMessage:

@@ -10,16 +10,15 @@ from typing import Any
 import grpc
 import httpx
 from contextengine.v1 import (
-    capture_pb2,
     common_pb2,
 )
 
 from shared.domain.messages import message_texts
 from shared.tokens import TokenCounter
 from tests.bench.common import (
-    MODEL,
     Recorder,
     Stubs,
+    after_turn_request,
     describe_error,
     identity,
     ov_call,
@@ -91,14 +90,7 @@ async def phase_growth(stubs: Stubs, args: argparse.Namespace, counter: TokenCou
         start = time.perf_counter()
         try:
             await stubs.capture.AfterTurn(
-                capture_pb2.AfterTurnRequest(
-                    identity=ident,
-                    messages=transcript,
-                    pre_prompt_message_count=before,
-                    token_budget=args.growth_budget,
-                    model=MODEL,
-                ),
-                timeout=args.rpc_timeout,
+                after_turn_request(ident, transcript, before, args.growth_budget), timeout=args.rpc_timeout
             )
         except grpc.aio.AioRpcError as exc:
             errors.append(describe_error(exc))

@@ -27,11 +27,21 @@ from typing import Any
 
 import grpc
 import httpx
-from contextengine.v1 import assembly_pb2, capture_pb2, common_pb2
+from contextengine.v1 import common_pb2
 
 from shared.config import Settings
 from shared.domain.turn_index import session_index_uri, turn_uri
-from tests.bench.common import MODEL, Stubs, identity, ov_call, percentile, rounded, run_pool, turn_messages
+from tests.bench.common import (
+    Stubs,
+    after_turn_request,
+    assemble_request,
+    identity,
+    ov_call,
+    percentile,
+    rounded,
+    run_pool,
+    turn_messages,
+)
 from tests.bench.workload import Session, Workload
 
 PROBE_SECONDS = 0.2
@@ -129,25 +139,11 @@ async def _replay(
         user, rest = turn_messages(turn, session_id)
         try:
             await stubs.assembly.Assemble(
-                assembly_pb2.AssembleRequest(
-                    identity=ident,
-                    messages=[*transcript, user],
-                    token_budget=args.budget,
-                    model=MODEL,
-                    prompt=turn.user,
-                ),
-                timeout=args.rpc_timeout,
+                assemble_request(ident, [*transcript, user], turn.user, args.budget), timeout=args.rpc_timeout
             )
             transcript += [user, *rest]
             answer = await stubs.capture.AfterTurn(
-                capture_pb2.AfterTurnRequest(
-                    identity=ident,
-                    messages=transcript,
-                    pre_prompt_message_count=before,
-                    token_budget=args.budget,
-                    model=MODEL,
-                ),
-                timeout=args.rpc_timeout,
+                after_turn_request(ident, transcript, before, args.budget), timeout=args.rpc_timeout
             )
         except grpc.aio.AioRpcError:
             part.errors += 1  # the host would deliver the turn again with its next one

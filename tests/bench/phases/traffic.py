@@ -15,7 +15,6 @@ from typing import Any
 
 import httpx
 from contextengine.v1 import (
-    assembly_pb2,
     capture_pb2,
     common_pb2,
 )
@@ -31,9 +30,10 @@ from shared.domain.turn_index import (
 from shared.tokens import TokenCounter
 from tests.bench.common import (
     AGENT,
-    MODEL,
     Recorder,
     Stubs,
+    after_turn_request,
+    assemble_request,
     identity,
     ov_call,
     ov_message_body,
@@ -95,15 +95,8 @@ async def replay_session(
         user, rest = turn_messages(turn, session_id)
         transcript.append(user)
         transcript_tokens += counter.count_message(message_texts(user))
-        assembled = await rec.time(
-            "Assemble",
-            stubs.assembly.Assemble(
-                assembly_pb2.AssembleRequest(
-                    identity=ident, messages=transcript, token_budget=budget, model=MODEL, prompt=turn.user
-                ),
-                timeout=rpc_timeout,
-            ),
-        )
+        assemble = assemble_request(ident, transcript, turn.user, budget)
+        assembled = await rec.time("Assemble", stubs.assembly.Assemble(assemble, timeout=rpc_timeout))
         if assembled is not None and tokens is not None:
             own = sum(counter.count_message(message_texts(m)) for m in assembled.messages)
             own += counter.count(assembled.system_prompt_addition)
@@ -111,19 +104,8 @@ async def replay_session(
             tokens.transcript.append(transcript_tokens)
         transcript.extend(rest)
         transcript_tokens += sum(counter.count_message(message_texts(m)) for m in rest)
-        await rec.time(
-            "AfterTurn",
-            stubs.capture.AfterTurn(
-                capture_pb2.AfterTurnRequest(
-                    identity=ident,
-                    messages=transcript,
-                    pre_prompt_message_count=before,
-                    token_budget=budget,
-                    model=MODEL,
-                ),
-                timeout=rpc_timeout,
-            ),
-        )
+        after_turn = after_turn_request(ident, transcript, before, budget)
+        await rec.time("AfterTurn", stubs.capture.AfterTurn(after_turn, timeout=rpc_timeout))
         done += 1
     return done
 
