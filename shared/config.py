@@ -191,6 +191,12 @@ class Settings(BaseModel):
     user's turns join one OpenViking write (~26 ms of OpenViking CPU per exchange written alone,
     ~17 in fours): an exchange becomes findable by recall up to this much later. A compaction
     hand-off or a flush writes the user's held exchanges at once; 0 writes each turn's at once."""
+    turn_index_recover_after_ms: int = Field(
+        default=60_000, alias="turnIndexRecoverAfterMs", ge=1000, le=3_600_000
+    )
+    """How long a claimed turn may stay unconfirmed in the turn index before the next claim of its
+    stream, on any replica, indexes it again (its replica may have died holding it). Well above
+    the batch window and a busy write's retries; a turn indexed twice still has one document."""
     openviking_auth_mode: Literal["dev", "trusted", "api_key"] = Field(
         default="dev", alias="openvikingAuthMode"
     )

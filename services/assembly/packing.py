@@ -260,11 +260,10 @@ def pack_context(
     fill.shown = shown.by(fill.raw)
     fill.recall(budget)
     if not summaries and whole_window:
-        shown_before = len(fill.raw)
         fill.raw_turns(older, count, limit, pointer)
-        # What the turns kept so far show is left out already: only the older turns added can show more.
-        by_kept, by_older = fill.shown, shown.by(fill.raw[: len(fill.raw) - shown_before])
-        fill.shown = lambda index: by_kept(index) or by_older(index)
+        # Against every raw turn now kept, not the older ones alone: one message of an exchange
+        # may be among the newer turns and the other among the older (found by the property test).
+        fill.shown = shown.by(fill.raw)
         fill.forget_shown()
         fill.recall(budget)
     fill.kept.sort()  # best first, whichever fill added them

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 
@@ -11,6 +12,7 @@ from grpc import aio
 
 from services.capture.backlog import CaptureBackground, IndexBacklog
 from services.capture.compaction_client import CompactionNudger
+from services.capture.index_ledger import IndexLedger
 from services.capture.request_wire import AFTER_TURN_WIRE
 from services.capture.servicer import CaptureServicer
 from services.capture.transcript import TranscriptWriter
@@ -37,8 +39,12 @@ def build_capture_service(context: ServiceContext) -> ServiceSpec:
     nudger = CompactionNudger(
         context.compaction_target, context.client_interceptors, local=context.in_process
     )
-    writer = TranscriptWriter(context.openviking, states)
-    index = IndexBacklog(TurnIndexWriter(context.openviking), coalesce=settings.turn_index_coalesce_ms / 1000)
+    index_writer = TurnIndexWriter(context.openviking)
+    ledger = IndexLedger(
+        context.openviking, index_writer, recover_after=settings.turn_index_recover_after_ms / 1000
+    )
+    writer = TranscriptWriter(context.openviking, states, ledger=ledger)
+    index = IndexBacklog(index_writer, coalesce=settings.turn_index_coalesce_ms / 1000)
     turns = TurnCapture(
         states,
         writer,
@@ -47,6 +53,7 @@ def build_capture_service(context: ServiceContext) -> ServiceSpec:
         default_encoding=settings.default_encoding,
         capture_max_length=settings.capture_max_length,
         index=index,
+        ledger=ledger,
     )
     background = CaptureBackground(index, lambda: writer.running, lambda: nudger.pending)
     watch_background(background)
@@ -74,7 +81,9 @@ def build_capture_service(context: ServiceContext) -> ServiceSpec:
         try:
             await asyncio.wait_for(index.drain(), timeout=max(0.5, deadline - time.monotonic()))
         except TimeoutError:
-            log.warning("%d exchange(s) left unindexed; compaction re-indexes them", index.depth)
+            log.warning("%d exchange(s) left unindexed; another replica re-indexes them", index.depth)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(ledger.drain(), timeout=max(0.5, deadline - time.monotonic()))
         streams = list(turns.known.by_stream.values())
         if streams:
             log.info("handing off %d stream(s) on shutdown", len(streams))

@@ -64,6 +64,7 @@ class _Queued:
     tenant: Tenant
     captured: Captured
     since: float
+    on_written: Callable[[], None] | None = None
 
     @property
     def size(self) -> int:
@@ -121,11 +122,22 @@ class IndexBacklog:
                 f"retry in {RETRY_AFTER_SECONDS} s (nothing of this call was stored)"
             )
 
-    def add(self, tenant: Tenant, session_id: str, messages: Sequence[IndexedMessage]) -> None:
-        """Queue the exchanges for the index; the caller does not wait."""
+    def add(
+        self,
+        tenant: Tenant,
+        session_id: str,
+        messages: Sequence[IndexedMessage],
+        *,
+        on_written: Callable[[], None] | None = None,
+    ) -> None:
+        """Queue the exchanges for the index; the caller does not wait. `on_written` is called
+        once they are written (not when the write failed; at once when there is nothing to write)."""
         if not messages:
+            if on_written is not None:
+                on_written()
             return
-        self._queue.append(_Queued(tenant, self._index.captured(session_id, messages), self._clock()))
+        captured = self._index.captured(session_id, messages)
+        self._queue.append(_Queued(tenant, captured, self._clock(), on_written))
         self._queued += len(messages)
         while len(self._running) < self._workers:
             worker = asyncio.create_task(self._work(), name="turn-index-backlog")
@@ -201,7 +213,7 @@ class IndexBacklog:
             batch = self._take(first)
             self._writing.update(batch)
             try:
-                await self._index.add_captured(first.tenant, [queued.captured for queued in batch])
+                written = await self._index.add_captured(first.tenant, [queued.captured for queued in batch])
             finally:
                 self._queued -= sum(queued.size for queued in batch)
                 self._writing.difference_update(batch)
@@ -210,6 +222,8 @@ class IndexBacklog:
             now = self._clock()
             for queued in batch:
                 record_turn_index_lag(now - queued.since)
+                if written is not None and queued.on_written is not None:
+                    queued.on_written()
 
 
 @dataclass(frozen=True)

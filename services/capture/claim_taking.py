@@ -24,10 +24,11 @@ from services.capture.claims import (
     claimer,
     is_stale,
 )
+from services.capture.index_ledger import IndexLedger
 from services.capture.landed_claims import worth_reading_back
 from services.capture.releases import OwedReleases
 from shared.domain.identity import RequestIdentity
-from shared.domain.stream_state import PendingWrite, StreamState, StreamStateStore
+from shared.domain.stream_state import PendingWrite, StreamState, StreamStateStore, UnindexedRange
 from shared.errors import Aborted
 from shared.tokens import TokenCounter
 
@@ -48,12 +49,36 @@ class ClaimTaker:
         repair: ClaimRepair,
         own_append: OwnAppend,
         clock: Callable[[], datetime],
+        *,
+        ledger: IndexLedger | None = None,
     ) -> None:
         self._states = states
         self._releases = releases
         self._repair = repair
         self._own_append = own_append
         self._clock = clock
+        self._ledger = ledger
+
+    def _noter(
+        self, identity: RequestIdentity, now: datetime, taken: list[UnindexedRange]
+    ) -> Callable[[StreamState, PendingWrite], None] | None:
+        """What the claim's write also records of the turn index (`index_ledger`): the ranges
+        this replica indexed leave, stale ones are taken over (`taken`), the claim's range enters."""
+        ledger = self._ledger
+        if ledger is None:
+            return None
+
+        def note(current: StreamState, claim: PendingWrite) -> None:
+            ledger.fold(identity, current, now, taken)
+            ledger.record(current, claim)
+
+        return note
+
+    def _noted(self, identity: RequestIdentity, state: StreamState, taken: list[UnindexedRange]) -> None:
+        """The claim's write is stored: what it took over is indexed again, what it dropped forgotten."""
+        if self._ledger is not None:
+            self._ledger.stored(identity, state)
+            self._ledger.recover(identity, taken)
 
     async def take(
         self,
@@ -78,6 +103,7 @@ class ClaimTaker:
         while True:
             now = self._clock()
             made: list[tuple[PendingWrite, ClaimPlan]] = []
+            taken: list[UnindexedRange] = []
             claim = claimer(
                 planner,
                 now,
@@ -85,6 +111,7 @@ class ClaimTaker:
                 lambda current: self._releases.fold(identity, current),
                 count_known=count_known,
                 pack=pack,
+                note=self._noter(identity, now, taken),
             )
             async with self._releases.claiming(identity):
                 try:
@@ -96,6 +123,7 @@ class ClaimTaker:
                     continue
                 self._releases.observe(identity, state)
             if written and made:
+                self._noted(identity, state, taken)
                 pending, plan = made[0]
                 return pending, plan, state
             if written:

@@ -68,6 +68,9 @@ Planner = Callable[[StreamState], ClaimPlan | None]
 """Given the current state, the range to claim (None: nothing left to claim)."""
 Packer = Callable[[StreamState, ClaimPlan], Outbox | None]
 """Inside the claim's compare-and-swap: the plan's outbox, or None (a claim without one)."""
+Noter = Callable[[StreamState, PendingWrite], None]
+"""Inside the claim's compare-and-swap, once the claim is made: records more in the same write
+(the turn index's ledger, `services.capture.index_ledger`)."""
 
 
 def unsettled_under(state: StreamState, plan: ClaimPlan) -> list[PendingWrite]:
@@ -87,13 +90,14 @@ def claimer(
     *,
     count_known: bool = True,
     pack: Packer | None = None,
+    note: Noter | None = None,
 ) -> Callable[[StreamState], StreamState | None]:
     """The CAS mutation that claims the next range (recording it in `made`) unless one is held.
 
     `fold` first applies a release this replica owes on the stream (its landed claim is then no
     longer held): releasing it and claiming the next range take one write. With `count_known`
     the claim records how many messages it appends (`PendingWrite.expected`); `pack` gives it
-    its outbox (`services.capture.outbox`).
+    its outbox (`services.capture.outbox`); `note` adds to the same write once a claim is made.
     """
 
     def claim(current: StreamState) -> StreamState | None:
@@ -115,6 +119,8 @@ def claimer(
         )
         current.pending_write = pending
         current.last_sequence = plan.end
+        if note is not None:
+            note(current, pending)
         made.append((pending, plan))
         return current
 

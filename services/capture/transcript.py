@@ -65,6 +65,7 @@ from services.capture.claims import (
     unsettled_under,
 )
 from services.capture.host_ids import drop_known_host_ids
+from services.capture.index_ledger import IndexLedger
 from services.capture.outbox import packer, unsent
 from services.capture.outbox_sweep import OutboxSweep
 from services.capture.releases import OwedReleases, StreamKey, stream_key
@@ -152,6 +153,7 @@ class TranscriptWriter:
         clock: Callable[[], datetime] = utc_now,
         append_timeout: float = APPEND_TIMEOUT_SECONDS,
         releases: OwedReleases | None = None,
+        ledger: IndexLedger | None = None,
     ) -> None:
         self._ov = openviking
         self._states = states
@@ -164,7 +166,12 @@ class TranscriptWriter:
         self._jobs: set[asyncio.Task[Any]] = set()
         self._appending: dict[StreamKey, asyncio.Task[Any]] = {}
         self._claims = ClaimTaker(
-            states, self._releases, self._repair, lambda who: self._appending.get(stream_key(who)), clock
+            states,
+            self._releases,
+            self._repair,
+            lambda who: self._appending.get(stream_key(who)),
+            clock,
+            ledger=ledger,
         )
 
     @property

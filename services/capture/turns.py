@@ -4,6 +4,7 @@ start compactions."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -16,6 +17,7 @@ from services.capture.backlog import IndexBacklog
 from services.capture.claims import Candidate, ClaimPlan, Planner
 from services.capture.compaction_client import CompactionNudger
 from services.capture.decision import capture_decision
+from services.capture.index_ledger import IndexLedger
 from services.capture.injections import CleanedMessage, CleanedTranscript, clean_transcript
 from services.capture.transcript import TranscriptWriter, WriteResult
 from services.capture.triggers import TriggerThresholds, fired_trigger
@@ -104,6 +106,7 @@ class TurnCapture:
         default_encoding: str,
         capture_max_length: int,
         index: IndexBacklog | None = None,
+        ledger: IndexLedger | None = None,
         clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self._states = states
@@ -113,6 +116,7 @@ class TurnCapture:
         self._default_encoding = default_encoding
         self._capture_max_length = capture_max_length
         self._index = index
+        self._ledger = ledger
         self._clock = clock
         self.known = KnownStreams()
 
@@ -182,12 +186,21 @@ class TurnCapture:
     def _index_persisted(self, identity: RequestIdentity, result: WriteResult, *, bulk: bool = False) -> None:
         """Make what this call stored findable (the turn index), off the caller's path; never
         fails the turn (compaction indexes whatever is missing before it archives a session).
-        `bulk` (Ingest): a batch already, written without waiting for more."""
+        `bulk` (Ingest): a batch already, written without waiting for more. Once written, the
+        claim's range leaves the stream's ledger of unindexed ranges (`index_ledger`)."""
         if self._index is not None:
             stored = [
                 IndexedMessage(c.sequence, c.message) for c in result.persisted if c.message is not None
             ]
-            self._index.add(identity.tenant, result.session_id, stored)
+            ledger = self._ledger
+            written = (
+                None
+                if ledger is None
+                else functools.partial(
+                    ledger.indexed, identity, result.session_id, result.claimed_start, result.claimed_end
+                )
+            )
+            self._index.add(identity.tenant, result.session_id, stored, on_written=written)
             if bulk:
                 self._index.expedite(identity.tenant)
 

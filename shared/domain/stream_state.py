@@ -79,6 +79,17 @@ class PendingWrite(BaseModel):
     was answered once the claim was stored, and the claim is completed, never rolled back."""
 
 
+class UnindexedRange(BaseModel):
+    """Positions of one session a claim took whose turn-index documents may not be written yet
+    (`services.capture.index_ledger`)."""
+
+    session_id: str
+    start: int
+    end: int
+    since: datetime
+    """When the range was claimed, or last taken over by a replica indexing it again."""
+
+
 class CommittedTurn(BaseModel):
     """A fenced turn's key digest and the stream positions of its stored messages."""
 
@@ -125,6 +136,10 @@ class StreamState(BaseModel):
     """Checkpoints of this stream, oldest first."""
     committed_turns: list[CommittedTurn] = Field(default_factory=list)
     """The newest `COMMITTED_TURNS_KEPT` fenced turns, oldest first."""
+    unindexed: list[UnindexedRange] = Field(default_factory=list)
+    """Claimed ranges not yet confirmed in the turn index: added by the claim's compare-and-swap,
+    removed by a later one of the replica that indexed them, indexed again by another replica when
+    they stay unconfirmed too long (their indexer died holding them)."""
     partial_turn: CommittedTurn | None = None
     """A fenced turn longer than one append whose claim was repaired with only its first messages
     stored: the positions stored so far. Its retry stores the rest, after them."""

@@ -65,8 +65,9 @@ class TurnIndexWriter:
         messages: Sequence[IndexedMessage],
         *,
         deadline: float | None = None,
-    ) -> int:
-        """Index `messages` (just persisted, sequence order); the number of documents written.
+    ) -> int | None:
+        """Index `messages` (just persisted, sequence order); the number of documents written
+        (None: the write failed).
 
         Failures are logged, not raised: the turn is stored, and compaction catches up.
         """
@@ -78,9 +79,10 @@ class TurnIndexWriter:
 
     async def add_captured(
         self, tenant: Tenant, captured: Sequence[Captured], *, deadline: float | None = None
-    ) -> int:
+    ) -> int | None:
         """Index what several writes of one user persisted (any of its sessions) in one call; the
-        number of documents written. Failures are logged, not raised (compaction catches up)."""
+        number of documents written, None when the write failed (logged, not raised: compaction
+        and the index ledger catch up)."""
         documents = [
             document
             for part in captured
@@ -94,7 +96,7 @@ class TurnIndexWriter:
             sessions = ", ".join(sorted({part.session_id for part in captured}))
             log.warning("turn index write for session(s) %s failed (%s); compaction will re-index it",
                         sessions, type(exc).__name__)  # fmt: skip
-            return 0
+            return None
         return len(documents)
 
     async def catch_up(

@@ -65,8 +65,9 @@ def test_anchor_search_finds_what_a_full_search_finds(texts: list[str], data: st
     again = shown.by([Turn(t.start, t.messages) for t in raw[cut:]])
     assert not_shown(again) == reference(memories, raw[cut:])
     assert not_shown(shown.by(raw)) == reference(memories, raw)
-    # What the newer turns show or the older turns show is what all of them show.
-    assert not_shown(newer, shown.by(raw[:cut])) == reference(memories, raw)
+    # What the newer or the older turns show, all of them show; not the converse: an exchange may
+    # be shown half by the newer turns and half by the older (packing asks all of them, not each).
+    assert set(not_shown(newer, shown.by(raw[:cut]))) >= set(reference(memories, raw))
 
 
 def test_an_exchange_is_shown_only_when_each_of_its_messages_is() -> None:

@@ -11,11 +11,14 @@ from dataclasses import dataclass, field
 
 from contextengine.v1 import checkpoint_pb2, compaction_pb2, compaction_pb2_grpc
 
+from services.compaction.transcript import session_turns
 from shared.domain.checkpoints import CheckpointStore
 from shared.domain.documents import DocumentStore
 from shared.domain.envelope import turn_id_for
 from shared.domain.identity import RequestIdentity, parse_identity
-from shared.domain.stream_state import StreamState, StreamStateStore
+from shared.domain.stream_state import StreamState, StreamStateStore, utc_now
+from shared.domain.turn_index import IndexedMessage, session_index_uri, turn_documents
+from shared.errors import BackendNotFound
 from shared.openviking.client import OpenVikingClient
 from tests.chaos.host import HostSession
 from tests.support.stored import stored_turns
@@ -34,10 +37,21 @@ class Verdict:
     pending: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     unexpandable: list[str] = field(default_factory=list)
+    unindexed: list[str] = field(default_factory=list)
+    """Stored exchanges with no turn-index document (never findable by recall)."""
 
     @property
     def problems(self) -> dict[str, list[str]]:
-        names = ("lost", "duplicated", "out_of_order", "uncommitted", "pending", "failed", "unexpandable")
+        names = (
+            "lost",
+            "duplicated",
+            "out_of_order",
+            "uncommitted",
+            "pending",
+            "failed",
+            "unexpandable",
+            "unindexed",
+        )
         return {name: getattr(self, name) for name in names if getattr(self, name)}
 
 
@@ -91,6 +105,24 @@ async def _verify_turns(
         )
 
 
+async def _verify_index(
+    openviking: OpenVikingClient, session: HostSession, state: StreamState, verdict: Verdict
+) -> None:
+    """Every exchange stored in any of the stream's sessions has its index document (documents
+    have one URI per exchange: there is no second one to find)."""
+    tenant = stream_identity(session).tenant
+    for session_id in state.sessions:
+        turns = await session_turns(openviking, tenant, session_id)
+        messages = [IndexedMessage(t.sequence, t.message) for t in turns]
+        wanted = {d.uri.rsplit("/", 1)[-1] for d in turn_documents(session_id, messages, utc_now())}
+        try:
+            listing = await openviking.ls(tenant, session_index_uri(session_id), node_limit=1_000_000)
+            present = {entry.uri.rsplit("/", 1)[-1] for entry in listing.entries}
+        except BackendNotFound:
+            present = set()
+        verdict.unindexed += [f"{session_id}/{name}" for name in sorted(wanted - present)]
+
+
 async def _verify_checkpoints(
     openviking: OpenVikingClient,
     compaction: compaction_pb2_grpc.CompactionServiceStub,
@@ -131,5 +163,6 @@ async def verify(
     for session in sessions:
         state = await _state(states, session)
         await _verify_turns(openviking, session, state, verdict)
+        await _verify_index(openviking, session, state, verdict)
         await _verify_checkpoints(openviking, compaction, session, state, verdict)
     return verdict

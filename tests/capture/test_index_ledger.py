@@ -1,0 +1,167 @@
+"""A replica killed while it holds exchanges for the turn index loses none of them (issue 33).
+
+The stream state records every claimed range as unindexed until the replica that indexed it says
+so in a later claim (`services.capture.index_ledger`); a range left unconfirmed past
+`turnIndexRecoverAfterMs` is indexed again by the stream's next claim on any replica. The dead
+replica here is real capture logic whose link to OpenViking for the turn index holds every
+request (what kill -9 leaves: the exchanges never reach OpenViking); real OpenViking, real
+stream state, real index documents.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from services.capture.backlog import IndexBacklog
+from services.capture.compaction_client import CompactionNudger
+from services.capture.index_ledger import IndexLedger
+from services.capture.transcript import TranscriptWriter
+from services.capture.triggers import TriggerThresholds
+from services.capture.turns import TurnCapture
+from shared.config import Settings, load_settings
+from shared.domain.documents import DocumentStore
+from shared.domain.identity import RequestIdentity
+from shared.domain.stream_state import StreamState, StreamStateStore, UnindexedRange, session_id_for, utc_now
+from shared.domain.turn_index import session_index_uri, turn_uri
+from shared.domain.turn_index_writer import TurnIndexWriter
+from shared.localstack.processes import free_port
+from shared.openviking.client import OpenVikingClient
+from shared.runtime.context import build_openviking_client
+from tests.capture.conftest import new_identity, parsed
+from tests.capture.test_backlog import commit
+from tests.support.call_log import CallLog
+from tests.support.stack import OpenVikingEndpoint
+
+RECOVER_AFTER = 1.0
+"""turnIndexRecoverAfterMs of these replicas, in seconds (its smallest allowed value)."""
+TURNS_BEFORE = 3
+"""Turns the doomed replica answers before it dies."""
+
+
+@pytest.fixture
+def settings(openviking: OpenVikingEndpoint) -> Settings:
+    return load_settings(environ={}, overrides={"baseUrl": openviking.base_url})
+
+
+@pytest.fixture
+async def ov(settings: Settings) -> AsyncIterator[OpenVikingClient]:
+    async with build_openviking_client(settings) as client:
+        yield client
+
+
+@pytest.fixture
+async def cut(settings: Settings) -> AsyncIterator[tuple[CallLog, OpenVikingClient]]:
+    """A link to OpenViking that holds every request (until `let_go`)."""
+    log = CallLog()
+    log.hold_after(0)
+    async with build_openviking_client(settings, middlewares=[log]) as client:
+        yield log, client
+
+
+def replica(
+    ov: OpenVikingClient, index_ov: OpenVikingClient, settings: Settings
+) -> tuple[TurnCapture, IndexBacklog, IndexLedger]:
+    """A capture replica's turn logic (compaction unreachable) whose turn index goes over `index_ov`."""
+    states = StreamStateStore(DocumentStore(ov))
+    writer = TurnIndexWriter(index_ov)
+    ledger = IndexLedger(ov, writer, recover_after=RECOVER_AFTER)
+    backlog = IndexBacklog(writer)
+    dead = f"127.0.0.1:{free_port()}"
+    capture = TurnCapture(
+        states,
+        TranscriptWriter(ov, states, ledger=ledger),
+        CompactionNudger(lambda: dead),
+        TriggerThresholds.from_settings(settings),
+        default_encoding=settings.default_encoding,
+        capture_max_length=settings.capture_max_length,
+        index=backlog,
+        ledger=ledger,
+    )
+    return capture, backlog, ledger
+
+
+async def index_names(ov: OpenVikingClient, identity: RequestIdentity, session_id: str) -> list[str]:
+    listing = await ov.ls(identity.tenant, session_index_uri(session_id))
+    return sorted(entry.uri.rsplit("/", 1)[-1] for entry in listing.entries)
+
+
+def document_names(session_id: str, turns: range) -> list[str]:
+    """One index document per turn (`turn_messages`: one exchange of four messages)."""
+    return sorted(turn_uri(session_id, 4 * n).rsplit("/", 1)[-1] for n in turns)
+
+
+async def stored_state(ov: OpenVikingClient, identity: RequestIdentity) -> StreamState:
+    state = await StreamStateStore(DocumentStore(ov)).load(identity)
+    assert state is not None
+    return state
+
+
+@pytest.mark.stack
+async def test_exchanges_a_killed_replica_held_for_the_index_are_indexed_once_by_the_next_claim(
+    settings: Settings, ov: OpenVikingClient, cut: tuple[CallLog, OpenVikingClient]
+) -> None:
+    link, dead_index = cut
+    identity = parsed(new_identity())
+    session = session_id_for(identity.stream_id, 0)
+    doomed, doomed_backlog, _ = replica(ov, dead_index, settings)
+    for n in range(TURNS_BEFORE):
+        assert await commit(doomed, identity, n) == 4 * n + 3  # answered: stored in the session
+    claimed = await stored_state(ov, identity)
+    assert [(u.start, u.end) for u in claimed.unindexed] == [(4 * n, 4 * n + 3) for n in range(TURNS_BEFORE)]
+    await asyncio.sleep(RECOVER_AFTER)
+    assert {c.held for c in link.calls} == {True}  # none of its index writes reached OpenViking
+
+    survivor, backlog, ledger = replica(ov, ov, settings)
+    assert await commit(survivor, identity, TURNS_BEFORE) == 4 * TURNS_BEFORE + 3
+    await ledger.drain()
+    await backlog.drain()
+    assert await index_names(ov, identity, session) == document_names(session, range(TURNS_BEFORE + 1))
+
+    # the survivor's next claim removes what it indexed (the dead replica's ranges and its own)
+    assert await commit(survivor, identity, TURNS_BEFORE + 1) == 4 * TURNS_BEFORE + 7
+    newest = 4 * (TURNS_BEFORE + 1)
+    assert [(u.start, u.end) for u in (await stored_state(ov, identity)).unindexed] == [(newest, newest + 3)]
+
+    # the dead replica's writes landing after all replace the same documents, never add to them
+    link.let_go()
+    await doomed_backlog.drain()
+    await backlog.drain()
+    assert await index_names(ov, identity, session) == document_names(session, range(TURNS_BEFORE + 2))
+
+
+def ranges(draw_ages: list[tuple[int, bool]]) -> list[UnindexedRange]:
+    now = utc_now()
+    return [
+        UnindexedRange(session_id="s", start=4 * i, end=4 * i + 3, since=now - timedelta(seconds=age))
+        for i, (age, _) in enumerate(draw_ages)
+    ]
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.booleans()), max_size=8))
+def test_a_claim_drops_what_this_replica_indexed_and_takes_over_only_the_stale_rest(
+    ages: list[tuple[int, bool]],
+) -> None:
+    """Ages in whole seconds against a 2 s recovery; the flag: this replica indexed the range."""
+    identity = parsed(new_identity())
+    ledger = IndexLedger(None, None, recover_after=2.0)  # type: ignore[arg-type]  # fold reads neither
+    state = StreamState(host_session_id="h", agent_id="a", stream_id="x", active_session="s")
+    state.unindexed = ranges(ages)
+    before = list(state.unindexed)
+    for entry, (_, indexed_here) in zip(before, ages, strict=True):
+        if indexed_here:
+            ledger.indexed(identity, entry.session_id, entry.start, entry.end)
+    now = utc_now()
+    taken: list[UnindexedRange] = []
+    ledger.fold(identity, state, now, taken)
+
+    left = [(e.start, e.end) for e, (_, indexed_here) in zip(before, ages, strict=True) if not indexed_here]
+    assert [(e.start, e.end) for e in state.unindexed] == left
+    stale = [(e.start, e.end) for e in before if now - e.since >= timedelta(seconds=2)]
+    assert [(e.start, e.end) for e in taken] == [r for r in left if r in stale]
+    assert all(e.since == now for e in taken) and all(e in state.unindexed for e in taken)
