@@ -125,6 +125,10 @@ async def inspect(settings: Settings, identity: common_pb2.Identity) -> None:
         if state.inflight:
             print(f"compactions in flight: {', '.join(c.checkpoint_id for c in state.inflight)}")
         print(f"checkpoints: {len(state.checkpoint_ids)}")
+        if state.unindexed:
+            oldest = min(u.since for u in state.unindexed).isoformat(timespec="seconds")
+            ranges = ", ".join(f"{u.start}-{u.end}" for u in state.unindexed)
+            print(f"turn index: claimed ranges not yet confirmed {ranges} (the oldest since {oldest})")
         for session_id in dict.fromkeys([*state.sessions, state.active_session]):
             await _show_session(openviking, who.tenant, session_id, active=session_id == state.active_session)
     finally:

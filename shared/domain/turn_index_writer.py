@@ -38,8 +38,11 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 BUSY_RETRY_SECONDS = (0.2, 0.5, 1.0, 2.0, 4.0)
 """Pauses before the next attempt of an index write OpenViking refused as busy (~8 s in all)."""
-CATCH_UP_BUSY_SECONDS = (0.5,)
-"""Compaction's catch-up looks again this long after a busy refusal, once."""
+CATCH_UP_BUSY_SECONDS = (0.5, 1.0, 2.0, 4.0)
+"""Compaction's catch-up looks again after each of these pauses while its write is refused as
+busy (~7.5 s): another write holds the documents (capture's, or one OpenViking still finishes
+after a restart), and once it lands the look finds nothing missing. Giving up after one look
+left an exchange of a chaos run unindexed for good: its stream was never claimed again."""
 MAX_LISTED = 1_000_000
 """ls node_limit when listing one session's documents (all of them)."""
 
@@ -109,9 +112,10 @@ class TurnIndexWriter:
     ) -> int:
         """Index the exchanges of `turns` (one session's, stored) that have no document yet; the
         number written. Raises on failure (the caller decides whether that matters). When
-        OpenViking reports some of them busy (capture is writing them), it looks once more and
-        writes only what is still missing: it does not wait for capture's write (a bulk Ingest's
-        takes seconds, and a synchronous Compact would wait with it) nor repeat it."""
+        OpenViking reports some of them busy (capture is writing them), it looks again after a
+        pause (`CATCH_UP_BUSY_SECONDS`) and writes only what is still missing: it never repeats
+        a write that landed meanwhile (a bulk Ingest's takes seconds, and a synchronous Compact
+        waits with the catch-up)."""
         messages = [IndexedMessage(t.sequence, t.message) for t in sorted(turns, key=lambda t: t.sequence)]
         documents = turn_documents(session_id, messages, self._clock())
 

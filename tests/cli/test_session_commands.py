@@ -45,6 +45,8 @@ async def test_a_users_session_seen_exported_and_deleted(
     assert code == 0, err
     assert "last sequence 1" in out
     assert "checkpoints: 1" in out
+    # the turn's range waits in the ledger until this replica's next claim of the stream says it is indexed
+    assert "claimed ranges not yet confirmed 0-1" in out
 
     code, out, err = await cli(openviking.base_url, "checkpoints", *grpc_args, "--session", "s1")
     assert code == 0, err
