@@ -13,7 +13,9 @@ again what of it the session holds and the index lacks (`TurnIndexWriter.catch_u
 documents have deterministic URIs and the catch-up writes only missing ones, so an exchange
 indexed twice (its first indexer was only slow) still has one document: exactly once by
 construction, late only by timing. A range whose positions never landed (a claim rolled back)
-catches up nothing and is removed like any other.
+catches up nothing and is removed like any other. Compaction indexes what a session lacks before
+it archives it, so only a stream whose last turns a dead replica held and that is never called,
+flushed or compacted again keeps them unindexed (until it is).
 """
 
 from __future__ import annotations
