@@ -59,26 +59,9 @@ class ClaimTaker:
         self._clock = clock
         self._ledger = ledger
 
-    def _noter(
-        self, identity: RequestIdentity, now: datetime, taken: list[UnindexedRange]
-    ) -> Callable[[StreamState, PendingWrite], None] | None:
-        """What the claim's write also records of the turn index (`index_ledger`): the ranges
-        this replica indexed leave, stale ones are taken over (`taken`), the claim's range enters."""
-        ledger = self._ledger
-        if ledger is None:
-            return None
-
-        def note(current: StreamState, claim: PendingWrite) -> None:
-            ledger.fold(identity, current, now, taken)
-            ledger.record(current, claim)
-
-        return note
-
-    def _noted(self, identity: RequestIdentity, state: StreamState, taken: list[UnindexedRange]) -> None:
-        """The claim's write is stored: what it took over is indexed again, what it dropped forgotten."""
+    def _claimed(self, identity: RequestIdentity, state: StreamState, taken: list[UnindexedRange]) -> None:
         if self._ledger is not None:
-            self._ledger.stored(identity, state)
-            self._ledger.recover(identity, taken)
+            self._ledger.claimed(identity, state, taken)
 
     async def take(
         self,
@@ -111,7 +94,7 @@ class ClaimTaker:
                 lambda current: self._releases.fold(identity, current),
                 count_known=count_known,
                 pack=pack,
-                note=self._noter(identity, now, taken),
+                note=None if self._ledger is None else self._ledger.noter(identity, now, taken),
             )
             async with self._releases.claiming(identity):
                 try:
@@ -123,7 +106,7 @@ class ClaimTaker:
                     continue
                 self._releases.observe(identity, state)
             if written and made:
-                self._noted(identity, state, taken)
+                self._claimed(identity, state, taken)
                 pending, plan = made[0]
                 return pending, plan, state
             if written:

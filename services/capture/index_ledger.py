@@ -26,6 +26,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
+from services.capture.claims import Noter
 from services.capture.releases import StreamKey, stream_key
 from services.compaction.transcript import session_turns
 from shared.domain.identity import RequestIdentity
@@ -62,17 +63,29 @@ class IndexLedger:
         self._indexed: OrderedDict[StreamKey, set[RangeKey]] = OrderedDict()
         self._recovering: set[asyncio.Task[None]] = set()
 
-    @staticmethod
-    def record(current: StreamState, claim: PendingWrite) -> None:
-        """Inside the claim's compare-and-swap: its range is unindexed until its indexer says so."""
-        current.unindexed.append(
-            UnindexedRange(
-                session_id=claim.session_id,
-                start=claim.start_sequence,
-                end=claim.end_sequence,
-                since=claim.claimed_at,
+    def noter(self, identity: RequestIdentity, now: datetime, taken: list[UnindexedRange]) -> Noter:
+        """What a claim's compare-and-swap also writes (`claims.Noter`): the ranges this replica
+        indexed leave, stale ones are taken over (recorded in `taken`, to index again once the
+        swap is stored), and the claim's own range enters, unindexed until its indexer says so."""
+
+        def note(current: StreamState, claim: PendingWrite) -> None:
+            self.fold(identity, current, now, taken)
+            current.unindexed.append(
+                UnindexedRange(
+                    session_id=claim.session_id,
+                    start=claim.start_sequence,
+                    end=claim.end_sequence,
+                    since=claim.claimed_at,
+                )
             )
-        )
+
+        return note
+
+    def claimed(self, identity: RequestIdentity, state: StreamState, taken: Sequence[UnindexedRange]) -> None:
+        """The claim's write is stored: forget the indexed ranges it no longer records, and index
+        again, off the caller's path, what it took over."""
+        self._stored(identity, state)
+        self._recover(identity, taken)
 
     def indexed(self, identity: RequestIdentity, session_id: str, start: int, end: int) -> None:
         """The claim's exchanges are in the turn index: the range goes with the next claim (a
@@ -87,8 +100,7 @@ class IndexLedger:
     def fold(
         self, identity: RequestIdentity, current: StreamState, now: datetime, taken: list[UnindexedRange]
     ) -> None:
-        """Inside a claim's compare-and-swap: drop the ranges this replica indexed, take over the
-        stale ones (recorded in `taken`, to index again once the swap is stored)."""
+        """Drop the ranges this replica indexed, take over the stale ones (into `taken`)."""
         taken.clear()
         done = self._indexed.get(stream_key(identity), set())
         kept: list[UnindexedRange] = []
@@ -103,8 +115,7 @@ class IndexLedger:
             kept.append(mine)
         current.unindexed = kept
 
-    def stored(self, identity: RequestIdentity, state: StreamState) -> None:
-        """`state` was just stored: forget the indexed ranges it no longer records."""
+    def _stored(self, identity: RequestIdentity, state: StreamState) -> None:
         key = stream_key(identity)
         done = self._indexed.get(key)
         if done is None:
@@ -113,15 +124,14 @@ class IndexLedger:
         if not done:
             del self._indexed[key]
 
-    def recover(self, identity: RequestIdentity, taken: Sequence[UnindexedRange]) -> None:
-        """Index again, off the caller's path, what of the taken-over ranges the index lacks (one
-        read of each of their sessions)."""
+    def _recover(self, identity: RequestIdentity, taken: Sequence[UnindexedRange]) -> None:
+        """One task per session of the taken-over ranges (one read of it)."""
         by_session: dict[str, list[UnindexedRange]] = {}
         for entry in taken:
             by_session.setdefault(entry.session_id, []).append(entry)
         for session_id, entries in by_session.items():
             task = asyncio.create_task(
-                self._recover(identity, session_id, entries), name=f"reindex-{session_id}"
+                self._reindex(identity, session_id, entries), name=f"reindex-{session_id}"
             )
             self._recovering.add(task)
             task.add_done_callback(self._recovering.discard)
@@ -131,9 +141,10 @@ class IndexLedger:
         while self._recovering:
             await asyncio.gather(*list(self._recovering), return_exceptions=True)
 
-    async def _recover(
+    async def _reindex(
         self, identity: RequestIdentity, session_id: str, entries: Sequence[UnindexedRange]
     ) -> None:
+        """Write what of the ranges the session holds and the index lacks."""
         try:
             turns = await session_turns(self._ov, identity.tenant, session_id)
             owed = [t for t in turns if any(e.start <= t.sequence <= e.end for e in entries)]

@@ -31,6 +31,7 @@ from shared.openviking.client import OpenVikingClient
 from shared.openviking.http import Middleware
 from shared.runtime.context import ServiceContext, build_openviking_client
 from shared.runtime.server import ServiceHost
+from tests.support.call_log import CallLog
 from tests.support.settled import settled_stream_state
 from tests.support.stack import OpenVikingEndpoint
 
@@ -158,6 +159,35 @@ async def settled_checkpoint(
             return got.checkpoint
         assert time.monotonic() < give_up, f"{checkpoint_id} still {got.checkpoint.status}"
         await asyncio.sleep(0.25)
+
+
+@pytest.fixture
+def settings(openviking: OpenVikingEndpoint) -> Settings:
+    """The engine's settings against the session's OpenViking."""
+    return load_settings(environ={}, overrides={"baseUrl": openviking.base_url})
+
+
+@pytest.fixture
+async def ov(settings: Settings) -> AsyncIterator[OpenVikingClient]:
+    async with build_openviking_client(settings) as client:
+        yield client
+
+
+@pytest.fixture
+async def held(settings: Settings) -> AsyncIterator[tuple[CallLog, OpenVikingClient]]:
+    """A link to OpenViking holding every request until `let_go`."""
+    log = CallLog()
+    log.hold_after(0)
+    async with build_openviking_client(settings, middlewares=[log]) as client:
+        yield log, client
+
+
+@pytest.fixture
+async def logged(settings: Settings) -> AsyncIterator[tuple[CallLog, OpenVikingClient]]:
+    """A link to OpenViking noting every request."""
+    log = CallLog()
+    async with build_openviking_client(settings, middlewares=[log]) as client:
+        yield log, client
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
 
 import grpc
 import pytest
@@ -21,7 +20,7 @@ from services.capture.compaction_client import CompactionNudger
 from services.capture.transcript import TranscriptWriter
 from services.capture.triggers import TriggerThresholds
 from services.capture.turns import FencedTurn, TurnCapture
-from shared.config import Settings, load_settings
+from shared.config import Settings
 from shared.domain.documents import DocumentStore
 from shared.domain.identity import RequestIdentity
 from shared.domain.stream_state import StreamStateStore, session_id_for
@@ -35,7 +34,6 @@ from shared.runtime.context import InProcess, build_openviking_client
 from tests.capture.conftest import new_identity, parsed
 from tests.capture.test_commit_turn import capture_replica, turn_messages
 from tests.support.call_log import CallLog
-from tests.support.stack import OpenVikingEndpoint
 
 pytestmark = pytest.mark.stack
 
@@ -44,34 +42,6 @@ SETTLE_SECONDS = 10.0
 """Bound on waiting for a write the queue sends on its own (a failure, not a measurement)."""
 HELD = 600.0
 """A batch window no test waits out."""
-
-
-@pytest.fixture
-def settings(openviking: OpenVikingEndpoint) -> Settings:
-    return load_settings(environ={}, overrides={"baseUrl": openviking.base_url})
-
-
-@pytest.fixture
-async def ov(settings: Settings) -> AsyncIterator[OpenVikingClient]:
-    async with build_openviking_client(settings) as client:
-        yield client
-
-
-@pytest.fixture
-async def held(settings: Settings) -> AsyncIterator[tuple[CallLog, OpenVikingClient]]:
-    """The index's own link to OpenViking, holding every request until `let_go`."""
-    log = CallLog()
-    log.hold_after(0)
-    async with build_openviking_client(settings, middlewares=[log]) as client:
-        yield log, client
-
-
-@pytest.fixture
-async def logged(settings: Settings) -> AsyncIterator[tuple[CallLog, OpenVikingClient]]:
-    """The index's own link to OpenViking, noting every request."""
-    log = CallLog()
-    async with build_openviking_client(settings, middlewares=[log]) as client:
-        yield log, client
 
 
 def exchange(n: int) -> list[IndexedMessage]:

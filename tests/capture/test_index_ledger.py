@@ -11,7 +11,6 @@ stream state, real index documents.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import pytest
@@ -24,7 +23,7 @@ from services.capture.index_ledger import IndexLedger
 from services.capture.transcript import TranscriptWriter
 from services.capture.triggers import TriggerThresholds
 from services.capture.turns import TurnCapture
-from shared.config import Settings, load_settings
+from shared.config import Settings
 from shared.domain.documents import DocumentStore
 from shared.domain.identity import RequestIdentity
 from shared.domain.stream_state import StreamState, StreamStateStore, UnindexedRange, session_id_for, utc_now
@@ -32,36 +31,14 @@ from shared.domain.turn_index import session_index_uri, turn_uri
 from shared.domain.turn_index_writer import TurnIndexWriter
 from shared.localstack.processes import free_port
 from shared.openviking.client import OpenVikingClient
-from shared.runtime.context import build_openviking_client
 from tests.capture.conftest import new_identity, parsed
 from tests.capture.test_backlog import commit
 from tests.support.call_log import CallLog
-from tests.support.stack import OpenVikingEndpoint
 
 RECOVER_AFTER = 1.0
 """turnIndexRecoverAfterMs of these replicas, in seconds (its smallest allowed value)."""
 TURNS_BEFORE = 3
 """Turns the doomed replica answers before it dies."""
-
-
-@pytest.fixture
-def settings(openviking: OpenVikingEndpoint) -> Settings:
-    return load_settings(environ={}, overrides={"baseUrl": openviking.base_url})
-
-
-@pytest.fixture
-async def ov(settings: Settings) -> AsyncIterator[OpenVikingClient]:
-    async with build_openviking_client(settings) as client:
-        yield client
-
-
-@pytest.fixture
-async def cut(settings: Settings) -> AsyncIterator[tuple[CallLog, OpenVikingClient]]:
-    """A link to OpenViking that holds every request (until `let_go`)."""
-    log = CallLog()
-    log.hold_after(0)
-    async with build_openviking_client(settings, middlewares=[log]) as client:
-        yield log, client
 
 
 def replica(
@@ -104,9 +81,9 @@ async def stored_state(ov: OpenVikingClient, identity: RequestIdentity) -> Strea
 
 @pytest.mark.stack
 async def test_exchanges_a_killed_replica_held_for_the_index_are_indexed_once_by_the_next_claim(
-    settings: Settings, ov: OpenVikingClient, cut: tuple[CallLog, OpenVikingClient]
+    settings: Settings, ov: OpenVikingClient, held: tuple[CallLog, OpenVikingClient]
 ) -> None:
-    link, dead_index = cut
+    link, dead_index = held  # the dead replica's index link: none of its writes reach OpenViking
     identity = parsed(new_identity())
     session = session_id_for(identity.stream_id, 0)
     doomed, doomed_backlog, _ = replica(ov, dead_index, settings)

@@ -5,34 +5,18 @@ wrote in between is never lost."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
 
 import pytest
 from contextengine.v1 import common_pb2
 
-from shared.config import Settings, load_settings
 from shared.domain.documents import DocumentStore, DocumentUpdates
 from shared.domain.tool_experience import read_tool_records, record_tool_outcomes
 from shared.openviking.client import OpenVikingClient
 from shared.openviking.tenant import Tenant
-from shared.runtime.context import build_openviking_client
 from tests.capture.messages import tool_call, tool_result, user
 from tests.support.call_log import CallLog
-from tests.support.stack import OpenVikingEndpoint
 
 pytestmark = pytest.mark.stack
-
-
-@pytest.fixture
-def settings(openviking: OpenVikingEndpoint) -> Settings:
-    return load_settings(environ={}, overrides={"baseUrl": openviking.base_url})
-
-
-@pytest.fixture
-async def logged(settings: Settings) -> AsyncIterator[tuple[CallLog, OpenVikingClient]]:
-    log = CallLog()
-    async with build_openviking_client(settings, middlewares=[log]) as client:
-        yield log, client
 
 
 def calls_of(tool: str, n: int, *, failed: bool) -> list[common_pb2.ConversationMessage]:
