@@ -8,7 +8,6 @@ out and reported (`degraded`), and the host's newest raw turns are always return
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from services.assembly.recall import (
 from services.assembly.recall_intent import recall_intent
 from services.assembly.recall_query import RecallQuery, sanitize_user_text, skip_reason_for
 from services.assembly.retrieval import Retrieval
+from services.assembly.send_order import requests_out
 from services.assembly.summaries import SummarySource
 from services.assembly.token_counts import MessageTokens, TokenCountCache
 from shared.config import Settings
@@ -73,15 +73,6 @@ def recall_share(configured: float, query: RecallQuery) -> float:
     0.9 gives 82.6 % (the same at 2k-8k within a point); 1.0, no window at all, lost 3-4
     points at 2k-8k (the window shows the session's own turns more cheaply than recall does)."""
     return min(configured, FOLLOW_UP_RECALL_SHARE) if query.leans_on_earlier else configured
-
-
-async def requests_out() -> None:
-    """Yield until what was just started has sent its requests: retrieval's and the sources'
-    tasks take their first steps, then the tasks those start (recall's find and grep), before
-    the caller's CPU work (the transcript's) delays them. Each yield lets every task ready
-    before it run one step (asyncio's ready queue is first in, first out)."""
-    for _ in range(2):
-        await asyncio.sleep(0)
 
 
 def retrieval_deadline(now: float, time_remaining: float | None, recall_timeout_ms: int) -> float:

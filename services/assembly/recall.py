@@ -54,6 +54,7 @@ from services.assembly.known_names import without_unrelated_names
 from services.assembly.memory_rules import rank_candidates, select_candidates, truncate_content
 from services.assembly.ports import MemorySearch
 from services.assembly.recall_json import item_piece
+from services.assembly.send_order import requests_out
 from services.assembly.skill_pool import SkillPool, hand_over, pool_find, pool_skills
 from shared.config import Settings
 from shared.domain.turn_index import TURN_INDEX_ROOT, document_date, said_from_tags, undated
@@ -333,14 +334,15 @@ async def recall_memories(
             node_limit=lexical.MATCH_LIMIT, before_context=lexical.CONTEXT_LINES,
             after_context=lexical.CONTEXT_LINES, deadline=deadline,
         ) if terms and config.lexical_source == "grep" else None  # fmt: skip
-        # The legs' requests go out first (their tasks' first steps); the exchange index is
-        # searched while OpenViking answers. A leg reports its failure, it never raises.
+        # The legs' requests go out first, then the summaries' and the profile's reads (retrieval's
+        # other parts, `send_order`); the exchange index is searched while OpenViking answers.
+        # A leg reports its failure, it never raises.
         async with asyncio.TaskGroup() as legs:
             semantic = legs.create_task(_leg("recall.semantic", semantic_call, deadline, outcome))
             grep = None if lexical_call is None else legs.create_task(
                 _leg("recall.lexical", lexical_call, deadline, outcome)
             )  # fmt: skip
-            await asyncio.sleep(0)
+            await requests_out()
             indexed = (
                 exchanges.search(tenant, terms, LEXICAL_CANDIDATES)
                 if exchanges is not None and config.lexical_source == "index" and terms

@@ -19,6 +19,7 @@ from services.assembly.ports import MemorySearch
 from services.assembly.profile import PROFILE_MAX_TOKENS, ProfileCache, StableProfile, load_stable_profile
 from services.assembly.recall import RecallConfig, RecallOutcome, bounded, describe_failure, recall_memories
 from services.assembly.recall_query import RecallQuery
+from services.assembly.send_order import after_recall_sends
 from services.assembly.skill_pool import SkillPool
 from services.assembly.summaries import SummarySource
 from shared.config import Settings
@@ -99,11 +100,11 @@ class Retrieval:
             else None
         )
         summaries = _started(
-            _after_recall_sends(summary_source.latest_summaries(identity, deadline)), deadline
+            after_recall_sends(summary_source.latest_summaries(identity, deadline)), deadline
         )
         profile = (
             _started(
-                _after_recall_sends(
+                after_recall_sends(
                     profiles.get(
                         identity.tenant,
                         (identity.agent_id, max_tokens, settings.recall_max_content_chars),
@@ -161,13 +162,6 @@ def _started(call: Awaitable[T], deadline: float) -> asyncio.Future[T]:
     """`call` as a task now, given up at `deadline` (TimeoutError); its first step (up to its
     first request going out) runs at the caller's next `await`."""
     return asyncio.ensure_future(bounded(call, deadline))
-
-
-async def _after_recall_sends(call: Awaitable[T]) -> T:
-    """`call`, one step after recall's first: recall's `find` (the longest call) goes out before
-    the summaries' and the profile's reads, which OpenViking would otherwise serve first."""
-    await asyncio.sleep(0)
-    return await call
 
 
 def _ignore(part: asyncio.Future[Any]) -> None:
