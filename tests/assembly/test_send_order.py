@@ -78,12 +78,15 @@ async def test_the_reads_go_out_after_the_find_and_before_the_exchange_index_is_
         await writer.add(identity.tenant, "earlier", said, deadline=None)
         index = NotedIndex(client, log)
         documents = DocumentStore(client)
+        summaries = CheckpointSummaries(
+            CheckpointStore(documents), stream_checkpoints(StreamStateStore(documents))
+        )
         try:
             await index.sync(identity.tenant)
             log.events.clear()
             retrieval = Retrieval.start(
                 client,
-                CheckpointSummaries(CheckpointStore(documents), stream_checkpoints(StreamStateStore(documents))),
+                summaries,
                 settings,
                 identity,
                 RecallQuery("Which ukulele did I buy?", ""),
