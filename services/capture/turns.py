@@ -3,10 +3,8 @@ start compactions."""
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -17,6 +15,7 @@ from services.capture.backlog import IndexBacklog
 from services.capture.claims import Candidate, ClaimPlan, Planner
 from services.capture.compaction_client import CompactionNudger
 from services.capture.decision import capture_decision
+from services.capture.flush import StreamFlush
 from services.capture.index_ledger import IndexLedger
 from services.capture.injections import CleanedMessage, CleanedTranscript, clean_transcript
 from services.capture.transcript import TranscriptWriter, WriteResult
@@ -28,7 +27,6 @@ from shared.domain.identity import RequestIdentity
 from shared.domain.messages import MessageShape
 from shared.domain.stream_state import CommittedTurn, StreamState, StreamStateStore, turn_key_digest, utc_now
 from shared.domain.turn_index import IndexedMessage
-from shared.errors import Aborted
 from shared.telemetry.tracing import current_traceparent
 from shared.tokens import TokenCounter
 
@@ -36,9 +34,6 @@ log = logging.getLogger(__name__)
 
 Role = common_pb2.MessageRole
 Trigger = checkpoint_pb2.CompactionTrigger
-
-FLUSH_WAIT_SECONDS = 3.0
-"""A flush waits this long for a write in progress on the session before giving up (ABORTED)."""
 
 
 @dataclass
@@ -118,6 +113,14 @@ class TurnCapture:
         self._index = index
         self._ledger = ledger
         self._clock = clock
+        self._flush = StreamFlush(
+            states,
+            writer.acknowledged,
+            nudger,
+            default_encoding=default_encoding,
+            indexed=self._indexed,
+            clock=clock,
+        )
         self.known = KnownStreams()
 
     def _trigger_hand_off(
@@ -378,59 +381,5 @@ class TurnCapture:
     async def flush(
         self, identities: Sequence[RequestIdentity], *, deadline: float | None = None
     ) -> list[checkpoint_pb2.CompactCheckpoint]:
-        """Start a FLUSH compaction for every stream with uncommitted turns, concurrently.
-
-        Every stream is tried; the first failure is raised after all have been tried.
-        """
-        results = await asyncio.gather(
-            *(self._flush_one(identity, deadline) for identity in identities), return_exceptions=True
-        )
-        checkpoints = [r for r in results if isinstance(r, checkpoint_pb2.CompactCheckpoint)]
-        failures = [r for r in results if isinstance(r, BaseException)]
-        for identity, result in zip(identities, results, strict=True):
-            if isinstance(result, BaseException):
-                log.warning("flush of %s failed: %s", identity.buffer_key, result)
-        if failures:
-            raise failures[0]
-        return checkpoints
-
-    async def _flush_one(
-        self, identity: RequestIdentity, deadline: float | None
-    ) -> checkpoint_pb2.CompactCheckpoint | None:
-        """Hand off a FLUSH compaction of the stream's uncommitted turns (durable on return),
-        every turn answered as stored among them, whichever replica claimed it."""
-        counter = TokenCounter.for_model("", self._default_encoding)
-        await self._writer.acknowledged.complete(identity, counter, deadline=deadline)
-        checkpoint_id = new_checkpoint_id(identity.stream_id)
-        give_up = time.monotonic() + FLUSH_WAIT_SECONDS
-        outcome: list[StreamState | bool | None] = []
-
-        def flush(state: StreamState) -> StreamState | None:
-            result = hand_off(
-                state, checkpoint_id, now=self._clock(), trigger=checkpoint_pb2.COMPACTION_TRIGGER_FLUSH
-            )
-            outcome[:] = [result]
-            return result if isinstance(result, StreamState) else None
-
-        while True:
-            outcome.clear()
-            state, written = await self._states.update(identity, flush, deadline=deadline)
-            if written or not outcome or outcome[0] is not False:
-                break
-            if time.monotonic() > give_up:
-                raise Aborted(f"a turn of {identity.buffer_key} is being written; retry the flush")
-            await asyncio.sleep(0.1)
-        if state.inflight:
-            flushed = checkpoint_pb2.COMPACTION_TRIGGER_FLUSH
-            self._nudger.nudge(identity, flushed, after=self._indexed(identity))
-        if not written:
-            return None
-        entry = state.inflight[-1]
-        return checkpoint_pb2.CompactCheckpoint(
-            checkpoint_id=entry.checkpoint_id,
-            session_id=entry.session_id,
-            status=checkpoint_pb2.CHECKPOINT_STATUS_PENDING,
-            trigger=checkpoint_pb2.COMPACTION_TRIGGER_FLUSH,
-            host_session_id=identity.session_id,
-            agent_id=identity.agent_id,
-        )
+        """A FLUSH compaction for every stream with uncommitted turns (`services.capture.flush`)."""
+        return await self._flush.flush(identities, deadline=deadline)
