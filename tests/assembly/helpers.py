@@ -89,6 +89,8 @@ class SeenRequest:
     method: str
     path: str
     body: dict[str, Any]
+    uri: str = ""
+    """The `uri` query parameter (reads, listings), "" without one."""
 
 
 class RequestRecorder:
@@ -98,7 +100,8 @@ class RequestRecorder:
         self.requests: list[SeenRequest] = []
 
     async def __call__(self, request: HttpRequest, send: Send) -> HttpResponse:
-        self.requests.append(SeenRequest(request.method, request.path, request.json_body()))
+        uri = dict(request.query).get("uri", "")
+        self.requests.append(SeenRequest(request.method, request.path, request.json_body(), uri))
         return await send(request)
 
     def finds(self) -> list[dict[str, Any]]:

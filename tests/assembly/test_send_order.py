@@ -27,37 +27,24 @@ from shared.domain.stream_state import StreamStateStore
 from shared.domain.turn_index import IndexedMessage
 from shared.domain.turn_index_writer import TurnIndexWriter
 from shared.openviking import DevAuth, OpenVikingClient, Tenant
-from shared.openviking.http import HttpRequest, HttpResponse, Send
 from shared.tokens import TokenCounter
+from tests.assembly.helpers import RequestRecorder
 from tests.support.stack import OpenVikingEndpoint
 
 ACCOUNT = f"ce-order-{uuid.uuid4().hex[:8]}"
-FIND = "POST /api/v1/search/find"
-SEARCH = "exchange index search"
-STATE_READ = "GET /api/v1/content/read viking://~/resources/.contextengine/"
-
-
-class SendLog:
-    """HTTP middleware noting each request as it is handed to the network, beside other events."""
-
-    def __init__(self) -> None:
-        self.events: list[str] = []
-
-    async def __call__(self, request: HttpRequest, send: Send) -> HttpResponse:
-        uri = dict(request.query).get("uri", "")
-        self.events.append(f"{request.method} {request.path} {uri}".rstrip())
-        return await send(request)
+STATE_READ = ("GET", "/api/v1/content/read", "viking://~/resources/.contextengine/")
 
 
 class NotedIndex(ExchangeIndex):
-    """The real exchange index, noting in `log` when a search runs."""
+    """The real exchange index, noting how many requests `recorder` had seen when a search ran."""
 
-    def __init__(self, source: OpenVikingClient, log: SendLog) -> None:
+    def __init__(self, source: OpenVikingClient, recorder: RequestRecorder) -> None:
         super().__init__(source, refresh_seconds=3600)
-        self._log = log
+        self._recorder = recorder
+        self.searched_after: list[int] = []
 
     def search(self, tenant: Tenant, terms: Sequence[str], limit: int) -> list[IndexedExchange] | None:
-        self._log.events.append(SEARCH)
+        self.searched_after.append(len(self._recorder.requests))
         return super().search(tenant, terms, limit)
 
 
@@ -68,22 +55,22 @@ async def test_the_reads_go_out_after_the_find_and_before_the_exchange_index_is_
     settings = load_settings(environ={}, overrides={"baseUrl": openviking.base_url})
     who = common_pb2.Identity(account_id=ACCOUNT, user_id="ana", agent_id="main", session_id="new-one")
     identity = request_identity(who, settings, session_required=True)
-    log = SendLog()
-    async with OpenVikingClient(openviking.base_url, DevAuth(), middlewares=[log]) as client:
+    recorder = RequestRecorder()
+    async with OpenVikingClient(openviking.base_url, DevAuth(), middlewares=[recorder]) as client:
         writer = TurnIndexWriter(client)
         said = [
             IndexedMessage(0, text_message(common_pb2.MESSAGE_ROLE_USER, "I bought a ukulele from Dana")),
             IndexedMessage(1, text_message(common_pb2.MESSAGE_ROLE_ASSISTANT, "How does it sound?")),
         ]
         await writer.add(identity.tenant, "earlier", said, deadline=None)
-        index = NotedIndex(client, log)
+        index = NotedIndex(client, recorder)
         documents = DocumentStore(client)
         summaries = CheckpointSummaries(
             CheckpointStore(documents), stream_checkpoints(StreamStateStore(documents))
         )
         try:
             await index.sync(identity.tenant)
-            log.events.clear()
+            recorder.requests.clear()
             retrieval = Retrieval.start(
                 client,
                 summaries,
@@ -101,8 +88,10 @@ async def test_the_reads_go_out_after_the_find_and_before_the_exchange_index_is_
             recalled = [item.content for item in retrieved.recall.items]
         finally:
             await index.aclose()
-    assert log.events[0] == FIND
-    searched = log.events.index(SEARCH)
+    sent = recorder.requests
+    assert (sent[0].method, sent[0].path) == ("POST", "/api/v1/search/find")
+    before_search = sent[1 : index.searched_after[0]]
     # The new session's stream state (its summaries) was asked for before the search.
-    assert any(STATE_READ in event for event in log.events[1:searched]), log.events
+    method, path, root = STATE_READ
+    assert any((r.method, r.path) == (method, path) and r.uri.startswith(root) for r in before_search), sent
     assert any("ukulele" in content for content in recalled)
