@@ -15,7 +15,10 @@ indexed twice (its first indexer was only slow) still has one document: exactly 
 construction, late only by timing. A range whose positions never landed (a claim rolled back)
 catches up nothing and is removed like any other. Compaction indexes what a session lacks before
 it archives it, so only a stream whose last turns a dead replica held and that is never called,
-flushed or compacted again keeps them unindexed (until it is).
+flushed or compacted again would keep them unindexed; a replica that served the stream looks
+at it once it is quiet (`services.capture.outbox_sweep`) and indexes again the ranges that went
+stale meanwhile (`recover_quiet`). Left: a stream only the dead replica ever served, never called
+again, keeps them unindexed until it is.
 """
 
 from __future__ import annotations
@@ -114,6 +117,17 @@ class IndexLedger:
             taken.append(mine)
             kept.append(mine)
         current.unindexed = kept
+
+    def recover_quiet(self, identity: RequestIdentity, state: StreamState, now: datetime) -> float | None:
+        """A quiet stream's ranges this replica did not index: the stale ones are indexed again
+        (off the caller's path; their record leaves with the stream's next claim, if any). The
+        seconds until the next of the others goes stale, None if none is left."""
+        done = self._indexed.get(stream_key(identity), set())
+        owed = [entry for entry in state.unindexed if _key(entry) not in done]
+        stale = [entry for entry in owed if now - entry.since >= self._recover_after]
+        self._recover(identity, stale)
+        waits = [(self._recover_after - (now - entry.since)).total_seconds() for entry in owed]
+        return min((w for w in waits if w > 0), default=None)
 
     def _stored(self, identity: RequestIdentity, state: StreamState) -> None:
         key = stream_key(identity)

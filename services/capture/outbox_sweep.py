@@ -7,7 +7,9 @@ streams it served: once a stream has been quiet on this replica for `QUIET_SECON
 reads its state once; a claim with an outbox that went stale is completed (the claim repair), one
 that is not stale yet is looked at again when it would be, anything else ends the watch. That is
 one state read per stream and replica after the stream goes quiet. The owner of a failed append
-looks at its stream the same way (`look_now`) a moment later.
+looks at its stream the same way (`look_now`) a moment later. The same read finds the ranges a
+dead replica claimed and never confirmed in the turn index: those that went stale are indexed
+again (`IndexLedger.recover_quiet`), the others are looked at when they would be.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from datetime import datetime
 from services.capture.claims import STALE_CLAIM_SECONDS, is_stale
 from services.capture.releases import StreamKey, stream_key
 from shared.domain.identity import RequestIdentity
-from shared.domain.stream_state import PendingWrite, StreamStateStore
+from shared.domain.stream_state import PendingWrite, StreamState, StreamStateStore
 from shared.errors import Aborted, BackendError
 from shared.tokens import TokenCounter
 
@@ -35,6 +37,9 @@ SWEEP_SECONDS = 10.0
 
 Complete = Callable[[RequestIdentity, PendingWrite, TokenCounter], Awaitable[None]]
 """Completes a stale claim (`ClaimRepair.repair`)."""
+RecoverIndex = Callable[[RequestIdentity, StreamState, datetime], float | None]
+"""Indexes again the stream's stale unconfirmed ranges; the seconds until the next goes stale
+(`IndexLedger.recover_quiet`)."""
 
 
 @dataclass
@@ -54,9 +59,11 @@ class OutboxSweep:
         *,
         quiet: float = QUIET_SECONDS,
         every: float = SWEEP_SECONDS,
+        recover_index: RecoverIndex | None = None,
     ) -> None:
         self._states = states
         self._complete = complete
+        self._recover_index = recover_index
         self._clock = clock
         self._quiet = quiet
         self._every = every
@@ -95,20 +102,28 @@ class OutboxSweep:
                 log.exception("outbox sweep of %s failed; not watched any more", watch.identity.buffer_key)
 
     async def look_now(self, identity: RequestIdentity, counter: TokenCounter) -> None:
-        """Read the stream's state: a claim with an outbox that went stale is completed, one that
-        is not stale yet is watched until it would be."""
+        """Read the stream's state: a claim with an outbox that went stale is completed, stale
+        unconfirmed turn-index ranges are indexed again; what is not stale yet is watched until
+        it would be."""
         state = await self._states.load(identity)
-        claim = state.pending_write if state is not None else None
-        if claim is None or claim.outbox is None:
+        if state is None:
             return
         now = self._clock()
-        if not is_stale(claim, now):
-            left = STALE_CLAIM_SECONDS - (now - claim.claimed_at).total_seconds()
-            self._watched.setdefault(stream_key(identity), _Watch(identity, counter, time.monotonic() + left))
-            return
-        log.warning("completing the claim %d..%d of %s from its outbox", claim.start_sequence,
-                    claim.end_sequence, identity.buffer_key)  # fmt: skip
-        await self._complete(identity, claim, counter)
+        waits: list[float] = []
+        claim = state.pending_write
+        if claim is not None and claim.outbox is not None:
+            if is_stale(claim, now):
+                log.warning("completing the claim %d..%d of %s from its outbox", claim.start_sequence,
+                            claim.end_sequence, identity.buffer_key)  # fmt: skip
+                await self._complete(identity, claim, counter)
+            else:
+                waits.append(STALE_CLAIM_SECONDS - (now - claim.claimed_at).total_seconds())
+        index_wait = None if self._recover_index is None else self._recover_index(identity, state, now)
+        if index_wait is not None:
+            waits.append(index_wait)
+        if waits:
+            due = time.monotonic() + min(waits)
+            self._watched.setdefault(stream_key(identity), _Watch(identity, counter, due))
 
     async def _sweep(self) -> None:
         while not self._closing:

@@ -8,7 +8,7 @@ Any replica may serve any call, so the stream state document is the only coordin
    and then only sees what is still unclaimed (those messages are duplicates to it). A claim
    whose compare-and-swap keeps losing to other writers waits the same way, within the call's
    time, rather than failing after one state update's attempts;
-2. append the claimed messages (`add_messages`) to the claim's session;
+2. append the claimed messages (`add_messages`) to the claim's session (`claim_append`);
 3. release: clear the claim and add the counters the triggers need. The release is written
    after the caller's answer (`services.capture.releases`), folded into this replica's next
    claim of the stream or alone a moment later. Only a release that hands a compaction off (a
@@ -47,11 +47,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
 from services.capture.acknowledged import AcknowledgedTurns
+from services.capture.claim_append import ClaimAppend
 from services.capture.claim_counts import landed_release, message_counts
 from services.capture.claim_repair import ClaimRepair
 from services.capture.claim_taking import ClaimTaker
@@ -59,22 +60,16 @@ from services.capture.claims import (
     APPEND_TIMEOUT_SECONDS,
     LATE_LANDING_GRACE_SECONDS,
     Candidate,
-    ClaimHolder,
     ClaimPlan,
     Planner,
-    unsettled_under,
 )
-from services.capture.host_ids import drop_known_host_ids
 from services.capture.index_ledger import IndexLedger
-from services.capture.outbox import packer, unsent
+from services.capture.outbox import packer
 from services.capture.outbox_sweep import OutboxSweep
 from services.capture.releases import OwedReleases, StreamKey, stream_key
-from services.compaction.transcript import session_turns
-from shared.domain.envelope import openviking_message
 from shared.domain.identity import RequestIdentity
 from shared.domain.stream_state import Outbox, PendingWrite, StreamState, StreamStateStore, utc_now
 from shared.openviking.client import OpenVikingClient
-from shared.openviking.tenant import Tenant
 from shared.runtime.answer_first import after_answer
 from shared.tokens import TokenCounter
 
@@ -107,17 +102,6 @@ class WriteResult:
     released: StreamState | None = None
     """The state right after this call's release, before `on_release` changed it (None when the
     claim was released by another replica's repair meanwhile, or nothing was claimed)."""
-
-
-@dataclass(frozen=True)
-class _Appended:
-    """What an append stored: through `new_last`, `kept` (less `duplicates` found by host id)."""
-
-    held: PendingWrite
-    """The claim as stored when the append ended (its owner refreshes it meanwhile)."""
-    kept: list[Candidate]
-    new_last: int
-    duplicates: int
 
 
 def _written(
@@ -155,13 +139,13 @@ class TranscriptWriter:
         releases: OwedReleases | None = None,
         ledger: IndexLedger | None = None,
     ) -> None:
-        self._ov = openviking
         self._states = states
-        self._clock = clock
-        self._append_timeout = append_timeout
         self._releases = releases or OwedReleases(states)
         self._repair = ClaimRepair(openviking, states, clock)
-        self.sweep = OutboxSweep(states, self._repair.repair, clock)
+        self._append = ClaimAppend(openviking, states, self._repair, clock, append_timeout)
+        self.sweep = OutboxSweep(
+            states, self._repair.repair, clock, recover_index=None if ledger is None else ledger.recover_quiet
+        )
         self.acknowledged = AcknowledgedTurns(states, self._repair, clock, own_append=self.settle)
         self._jobs: set[asyncio.Task[Any]] = set()
         self._appending: dict[StreamKey, asyncio.Task[Any]] = {}
@@ -344,71 +328,3 @@ class TranscriptWriter:
             raise
         result.released = released[0] if released else None
         return result
-
-    async def _append(
-        self,
-        identity: RequestIdentity,
-        claim: PendingWrite,
-        plan: ClaimPlan,
-        claimed_state: StreamState,
-        *,
-        dedupe_host_ids: bool,
-    ) -> _Appended:
-        """Append what the claim stores (its outbox) or plans, keeping the claim fresh meanwhile;
-        on failure the claim is marked for repair and the error raised."""
-        async with ClaimHolder(self._states, identity, claim, self._clock) as holder:
-            kept = [c for c in plan.candidates if c.message is not None]
-            duplicates = 0
-            new_last = plan.end
-            try:
-                if dedupe_host_ids:
-                    kept, duplicates = await drop_known_host_ids(
-                        self._ov, identity.tenant, claim.session_id, kept
-                    )
-                    # Renumber: positions are only stable for AfterTurn; Ingest continues the stream.
-                    kept = [replace(c, sequence=plan.start + i) for i, c in enumerate(kept)]
-                    new_last = plan.start + len(kept) - 1
-                landed = await self._landed_late(identity.tenant, claimed_state, plan)
-                to_append = [c for c in kept if c.sequence not in landed]
-                if to_append:
-                    await holder.while_fresh(
-                        self._ov.add_messages(
-                            identity.tenant,
-                            claim.session_id,
-                            unsent(claim, landed)
-                            if claim.outbox is not None
-                            else [
-                                openviking_message(
-                                    identity.stream_id,
-                                    c.sequence,
-                                    c.message,
-                                    c.used_context_uris,
-                                    c.provenance,
-                                )
-                                for c in to_append
-                                if c.message is not None
-                            ],
-                            call_timeout=self._append_timeout,
-                        )
-                    )
-            except BaseException:
-                await holder.__aexit__()
-                await self._repair.abandon(identity, holder.claim)
-                raise
-        if landed:
-            log.warning(
-                "%d message(s) of %s landed late from an earlier append; not appended again",
-                len(landed),
-                identity.buffer_key,
-            )
-        return _Appended(holder.claim, kept, new_last, duplicates)
-
-    async def _landed_late(self, tenant: Tenant, state: StreamState, plan: ClaimPlan) -> set[int]:
-        """Positions of the plan that an earlier, repaired append stored after all."""
-        overlapping = unsettled_under(state, plan)
-        found: set[int] = set()
-        for session_id in dict.fromkeys(u.session_id for u in overlapping):
-            for turn in await session_turns(self._ov, tenant, session_id):
-                if plan.start <= turn.sequence <= plan.end:
-                    found.add(turn.sequence)
-        return found

@@ -18,8 +18,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from services.capture.backlog import IndexBacklog
+from services.capture.claim_repair import ClaimRepair
 from services.capture.compaction_client import CompactionNudger
 from services.capture.index_ledger import IndexLedger
+from services.capture.outbox_sweep import OutboxSweep
 from services.capture.transcript import TranscriptWriter
 from services.capture.triggers import TriggerThresholds
 from services.capture.turns import TurnCapture
@@ -29,10 +31,12 @@ from shared.domain.identity import RequestIdentity
 from shared.domain.stream_state import StreamState, StreamStateStore, UnindexedRange, session_id_for, utc_now
 from shared.domain.turn_index import session_index_uri, turn_uri
 from shared.domain.turn_index_writer import TurnIndexWriter
+from shared.errors import BackendNotFound
 from shared.localstack.processes import free_port
 from shared.openviking.client import OpenVikingClient
 from tests.capture.conftest import new_identity, parsed
 from tests.capture.test_backlog import commit
+from tests.capture.test_outbox import COUNTER
 from tests.support.call_log import CallLog
 
 RECOVER_AFTER = 1.0
@@ -64,7 +68,10 @@ def replica(
 
 
 async def index_names(ov: OpenVikingClient, identity: RequestIdentity, session_id: str) -> list[str]:
-    listing = await ov.ls(identity.tenant, session_index_uri(session_id))
+    try:
+        listing = await ov.ls(identity.tenant, session_index_uri(session_id))
+    except BackendNotFound:  # no document of the session yet
+        return []
     return sorted(entry.uri.rsplit("/", 1)[-1] for entry in listing.entries)
 
 
@@ -110,6 +117,41 @@ async def test_exchanges_a_killed_replica_held_for_the_index_are_indexed_once_by
     await doomed_backlog.drain()
     await backlog.drain()
     assert await index_names(ov, identity, session) == document_names(session, range(TURNS_BEFORE + 2))
+
+
+@pytest.mark.stack
+async def test_a_replica_that_served_a_quiet_stream_indexes_what_a_killed_replica_held(
+    settings: Settings, ov: OpenVikingClient, held: tuple[CallLog, OpenVikingClient]
+) -> None:
+    """The stream is never claimed again (the host's retry was a duplicate, the conversation
+    ended): the replica that served it looks at it once it is quiet, waits until the dead
+    replica's ranges are stale, then indexes them, once."""
+    link, dead_index = held
+    identity = parsed(new_identity())
+    session = session_id_for(identity.stream_id, 0)
+    doomed, doomed_backlog, _ = replica(ov, dead_index, settings)
+    for n in range(TURNS_BEFORE):
+        assert await commit(doomed, identity, n) == 4 * n + 3
+    states = StreamStateStore(DocumentStore(ov))
+    ledger = IndexLedger(ov, TurnIndexWriter(ov), recover_after=RECOVER_AFTER)
+    sweep = OutboxSweep(states, ClaimRepair(ov, states, utc_now).repair, utc_now, quiet=0.0,
+                        recover_index=ledger.recover_quiet)  # fmt: skip
+    sweep.served(identity, COUNTER)
+    await sweep.sweep_once()  # not stale yet: looked at again when they would be
+    await ledger.drain()
+    assert sweep.watched == 1
+    assert await index_names(ov, identity, session) == []
+
+    await asyncio.sleep(RECOVER_AFTER)
+    await sweep.sweep_once()
+    await ledger.drain()
+    assert sweep.watched == 0
+    assert await index_names(ov, identity, session) == document_names(session, range(TURNS_BEFORE))
+
+    link.let_go()  # the dead replica's writes landing after all replace the same documents
+    await doomed_backlog.drain()
+    assert await index_names(ov, identity, session) == document_names(session, range(TURNS_BEFORE))
+    await sweep.close()
 
 
 def ranges(draw_ages: list[tuple[int, bool]]) -> list[UnindexedRange]:
