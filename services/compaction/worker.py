@@ -7,7 +7,7 @@ a task of this replica - never of the call that asked - which:
 1. reconciles the checkpoint with OpenViking: a session that already has an archive was
    committed (by an owner that died or was cut off before recording it): that archive is the
    commit; otherwise it commits the session now (nothing left to archive: the hand-off is
-   dropped, no checkpoint remains);
+   dropped, no checkpoint remains; `services.compaction.session_commit`);
 2. writes the engine's own summary of the archived turns into the checkpoint
    (`services.compaction.engine_summary`; LLM-free, so a continuing session keeps its past even
    when OpenViking writes no summary), and the summary of the stream's earlier checkpoints
@@ -35,9 +35,9 @@ from datetime import datetime, timedelta
 # Module imports, not names: capture imports `services.compaction.transcript`, so these
 # modules may be half-initialised when this one is imported; their names are read at run time.
 from services.capture import acknowledged, claim_repair
+from services.compaction import session_commit
 from services.compaction.engine_summary import EngineSummariser
 from services.compaction.history import HistorySummariser
-from services.compaction.transcript import session_turns
 from shared.domain.checkpoints import (
     CheckpointRecord,
     CheckpointStore,
@@ -46,18 +46,14 @@ from shared.domain.checkpoints import (
 )
 from shared.domain.documents import DocumentStore
 from shared.domain.finalisation import (
-    attach_commit,
     finalise,
     forget_inflight,
-    mark_failed,
-    reconcile_commit,
     stream_identity,
 )
 from shared.domain.identity import RequestIdentity
 from shared.domain.memory_changes import MemoryChanges
 from shared.domain.stream_state import InflightCompaction, StreamState, StreamStateStore
-from shared.domain.turn_index_writer import TurnIndexWriter
-from shared.errors import Aborted, BackendError, BackendNotFound, BackendTimeout, BackendUnavailable
+from shared.errors import Aborted, BackendError
 from shared.openviking.client import OpenVikingClient
 from shared.openviking.tenant import Tenant
 from shared.tokens import TokenCounter
@@ -76,7 +72,7 @@ POLL_SECONDS = (0.25, 2.0)
 PHASE2_WAIT_FACTOR = 5
 """An owner polls phase 2 for this many `compactTaskTimeoutMs`, then leaves it to the next owner."""
 
-_RETRIABLE = (BackendUnavailable, BackendTimeout, Aborted)
+_RETRIABLE = session_commit.RETRIABLE
 
 
 def replica_name() -> str:
@@ -113,12 +109,10 @@ class CompactionWorker:
         self._memory_changes = memory_changes or MemoryChanges()
         self._shutdown_wait = shutdown_wait_seconds
         self._committed: dict[str, asyncio.Event] = {}
-        self._working_memory = enable_working_memory
         self._phase2_wait = phase2_wait_seconds
         documents = DocumentStore(openviking)
         self._store = CheckpointStore(documents)
         self._states = StreamStateStore(documents)
-        self._index = TurnIndexWriter(openviking)
         self._summariser = EngineSummariser(
             openviking, self._store, max_tokens=summary_max_tokens, encoding=encoding
         )
@@ -126,8 +120,15 @@ class CompactionWorker:
             self._store, self._states, self._summariser, max_tokens=summary_max_tokens, encoding=encoding
         )
         repair = claim_repair.ClaimRepair(openviking, self._states, utc_now)
-        self._acknowledged = acknowledged.AcknowledgedTurns(self._states, repair, utc_now)
-        self._counter = TokenCounter.for_model("", encoding)
+        self._commit = session_commit.SessionCommit(
+            openviking,
+            self._store,
+            self._states,
+            acknowledged.AcknowledgedTurns(self._states, repair, utc_now),
+            summary_of=self._summariser.summary_of,
+            working_memory=enable_working_memory,
+            counter=TokenCounter.for_model("", encoding),
+        )
         self.name = replica_name()
         self._jobs: dict[str, asyncio.Task[None]] = {}
         self._owning: dict[str, asyncio.Lock] = {}
@@ -312,49 +313,6 @@ class CompactionWorker:
             self._memory_changes.changed(tenant)  # phase 2 may have extracted memories
         return done
 
-    async def _commit(self, identity: RequestIdentity, record: CheckpointRecord) -> CheckpointRecord | None:
-        """Commit the hand-off's session (or record the commit OpenViking already made)."""
-        tenant = identity.tenant
-        summary_of = self._summariser.summary_of
-        record = await reconcile_commit(self._ov, self._store, tenant, record, None, summary_of=summary_of)
-        if record.archive_uri:
-            return record
-        # A turn answered as stored may still be in a claim's outbox on this session (its owner
-        # died right after the claim): it is completed into the session first, or - while its
-        # owner may still be appending - the commit waits for the next step (Aborted: retried).
-        await self._acknowledged.complete(
-            identity, self._counter, deadline=None, session_id=record.session_id, wait=False
-        )
-        await self._index_before_commit(tenant, record.session_id)
-        try:
-            result = await self._ov.commit_session(
-                tenant, record.session_id, keep_recent_count=0, enable_working_memory=self._working_memory
-            )
-        except BackendNotFound:
-            result = None
-        except _RETRIABLE:
-            raise  # the outcome is unknown: the next step reconciles first
-        except BackendError as exc:
-            reason = f"commit refused, turns kept in session {record.session_id}: {exc.message}"
-            return await mark_failed(self._ov, tenant, record.checkpoint_id, reason)
-        if result is not None and result.status == "accepted" and result.archive_uri:
-            attached = await attach_commit(
-                self._ov,
-                self._store,
-                tenant,
-                record.checkpoint_id,
-                archive_uri=result.archive_uri,
-                task_id=result.task_id or "",
-                summary_of=summary_of,
-            )
-            return attached or record
-        again = await reconcile_commit(self._ov, self._store, tenant, record, None, summary_of=summary_of)
-        if again.archive_uri:
-            return again
-        log.info("compaction %s: nothing to archive in %s; dropped", record.checkpoint_id, record.session_id)
-        await self._drop(stream_identity(tenant, record), record)
-        return None
-
     async def _summarise(self, tenant: Tenant, record: CheckpointRecord) -> CheckpointRecord:
         """The checkpoint with its engine summary and the summary of the stream's earlier
         checkpoints (`services.compaction.history`); a refusal is logged and never blocks the
@@ -370,36 +328,6 @@ class CompactionWorker:
         if (summarised.engine_summary, summarised.earlier) != (record.engine_summary, record.earlier):
             self._memory_changes.changed(tenant)  # assembly replicas here show it at once
         return summarised
-
-    async def _index_before_commit(self, tenant: Tenant, session_id: str) -> None:
-        """Every exchange of the session findable before it is archived (capture's index writes may
-        have failed); a failure here is logged and never blocks the commit."""
-        try:
-            turns = await session_turns(self._ov, tenant, session_id)
-            written = await self._index.catch_up(tenant, session_id, turns)
-        except Exception as exc:
-            log.warning("turn index catch-up for session %s failed: %s", session_id, type(exc).__name__)
-            return
-        if written:
-            log.info("turn index: %d exchange(s) of session %s indexed at compaction", written, session_id)
-
-    async def _drop(self, identity: RequestIdentity, record: CheckpointRecord) -> None:
-        """Forget a hand-off OpenViking had nothing to archive for."""
-
-        def drop(state: StreamState) -> StreamState | None:
-            if record.checkpoint_id not in state.checkpoint_ids and not any(
-                e.checkpoint_id == record.checkpoint_id for e in state.inflight
-            ):
-                return None
-            state.inflight = [e for e in state.inflight if e.checkpoint_id != record.checkpoint_id]
-            state.checkpoint_ids = [c for c in state.checkpoint_ids if c != record.checkpoint_id]
-            return state
-
-        await self._states.update(identity, drop)
-        try:
-            await self._store.remove(identity.tenant, record.checkpoint_id)
-        except BackendError as exc:
-            log.warning("could not remove dropped checkpoint %s: %s", record.checkpoint_id, exc.message)
 
     async def _sweep(self) -> None:
         while not self._closing:
