@@ -154,7 +154,8 @@ class Settings(BaseModel):
     stands alone (at most 0.5 when it leans on the turns before it; it takes what the window
     leaves over, too). 0.9: on the hard recall tier's continuing session at 1k tokens, 0.75 let
     the window take ~200 tokens and evidence recall was 78.0 %, 0.9 gives 82.6 % (the same at
-    4k-8k); 1.0 (no window) lost 3-4 points at 2k-8k."""
+    4k-8k); 1.0 (no window) lost 1-4 points at 2k-8k. Below 1,500 tokens a standalone prompt's
+    recall takes all of it (`assemble.recall_share`: +2 points at 1k)."""
 
     # --- refactor keys (docs/design.md §7.2) ---
     recent_raw_turn_count: int = Field(default=8, alias="recentRawTurnCount", ge=1, le=10_000)

@@ -60,19 +60,27 @@ INTENT_MESSAGES = 64
 """Newest host messages the recall intent reads (the recall query's window lies within them)."""
 FOLLOW_UP_RECALL_SHARE = 0.5
 """The most of the budget recall takes before the recent raw turns when the prompt leans on them."""
+WINDOW_FROM_TOKENS = 1500
+"""Budgets from which a standalone prompt's recall leaves the configured share to the recent raw
+window; below, recall takes what it needs first and the window what is left (`recall_share`)."""
 
 
-def recall_share(configured: float, query: RecallQuery) -> float:
-    """How much of the budget recall takes before the recent raw window: the configured share
-    (recallBudgetShare) for a prompt that stands alone, at most half for one that leans on the
-    turns before it ("and what about her?"), which the raw window shows.
+def recall_share(configured: float, query: RecallQuery, budget: int) -> float:
+    """How much of the budget recall takes before the recent raw window: at most half for a
+    prompt that leans on the turns before it ("and what about her?"), which the raw window
+    shows; for one that stands alone the configured share (recallBudgetShare), all of it below
+    `WINDOW_FROM_TOKENS`.
 
     *Departs from the original design's fixed recent window on measured grounds* (the recall
     issue): on the hard recall tier's continuing session (standalone questions at the end of a
-    session), 0.75 let the window take ~200 of 1,000 tokens and evidence recall was 78.0 % at 1k,
-    0.9 gives 82.6 % (the same at 2k-8k within a point); 1.0, no window at all, lost 3-4
-    points at 2k-8k (the window shows the session's own turns more cheaply than recall does)."""
-    return min(configured, FOLLOW_UP_RECALL_SHARE) if query.leans_on_earlier else configured
+    session), 0.75 let the window take ~200 of 1,000 tokens and evidence recall was 78.0 % at 1k
+    (conversation 1), 0.9 gives 82.6 %; 1.0, no window, lost 1-4 points at 2k-8k (the window
+    shows the session's own turns more cheaply than recall does) and gained 2 at 1k, where 10 %
+    of the budget holds one exchange (3 conversations, 1k / 2k / 4k / 8k: 0.9 73.0 / 88.3 / 96.5
+    / 99.4 %, 1.0 75.1 / 86.9 / 92.3 / 95.1 %)."""
+    if query.leans_on_earlier:
+        return min(configured, FOLLOW_UP_RECALL_SHARE)
+    return configured if budget >= WINDOW_FROM_TOKENS else 1.0
 
 
 def retrieval_deadline(now: float, time_remaining: float | None, recall_timeout_ms: int) -> float:
@@ -205,7 +213,7 @@ async def assemble_context(
         recall=plan,
         recall_anchor=_recall_anchor(transcript.messages, prompt),
         recall_cap=settings.recall_token_budget,
-        recall_share=recall_share(settings.recall_budget_share, query),
+        recall_share=recall_share(settings.recall_budget_share, query, budget),
         pointer=lambda position, message: turn_id_for(identity.stream_id, position, message),
     )
     recalled = [outcome.items[i] for i in packed.recalled_kept] if outcome else []

@@ -101,6 +101,7 @@ def test_a_prompt_leaning_on_earlier_turns_leaves_the_raw_window_more_room() -> 
     standalone = recall_query(reversed(messages), 5, "Which database did Atlas pick in March?")
     leaning = recall_query(reversed(messages), 5, "and why that one?")
     assert not standalone.leans_on_earlier and leaning.leans_on_earlier
-    assert recall_share(0.9, standalone) == 0.9
-    assert recall_share(0.9, leaning) == 0.5
-    assert recall_share(0.3, leaning) == 0.3  # never more than configured
+    assert recall_share(0.9, standalone, 4000) == 0.9
+    assert recall_share(0.9, standalone, 1000) == 1.0  # small: recall first, the window what is left
+    assert recall_share(0.9, leaning, 1000) == recall_share(0.9, leaning, 4000) == 0.5
+    assert recall_share(0.3, leaning, 4000) == 0.3  # never more than configured

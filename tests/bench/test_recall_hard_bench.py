@@ -88,7 +88,7 @@ async def test_hard_tier_replays_scores_and_times(
     assert report["over_budget"] == []
     scale = report["scale"]
     assert scale["stored_exchanges"] == 100
-    assert scale["assemble_p50_ms"] > 0 and scale["find_p50_ms"] > 0
+    assert scale["assemble_p50_ms"] > 0 and scale["next_call_p50_ms"] > 0 and scale["find_p50_ms"] > 0
     text = markdown(report)
     assert "| engine, continuing session |" in text and "| RRF(BM25 + MiniLM) over raw dated turns |" in text
     assert "No context over its budget." in text and "asked about by nickname" in text
