@@ -86,16 +86,24 @@ async def stored_state(ov: OpenVikingClient, identity: RequestIdentity) -> Strea
     return state
 
 
+async def killed_replica_answered(
+    ov: OpenVikingClient, dead_index: OpenVikingClient, settings: Settings
+) -> tuple[RequestIdentity, str, IndexBacklog]:
+    """A new stream whose first `TURNS_BEFORE` turns a replica answered (stored in the session)
+    while none of its index writes reach OpenViking: (the stream, its session, that backlog)."""
+    identity = parsed(new_identity())
+    doomed, doomed_backlog, _ = replica(ov, dead_index, settings)
+    for n in range(TURNS_BEFORE):
+        assert await commit(doomed, identity, n) == 4 * n + 3  # answered: stored in the session
+    return identity, session_id_for(identity.stream_id, 0), doomed_backlog
+
+
 @pytest.mark.stack
 async def test_exchanges_a_killed_replica_held_for_the_index_are_indexed_once_by_the_next_claim(
     settings: Settings, ov: OpenVikingClient, held: tuple[CallLog, OpenVikingClient]
 ) -> None:
     link, dead_index = held  # the dead replica's index link: none of its writes reach OpenViking
-    identity = parsed(new_identity())
-    session = session_id_for(identity.stream_id, 0)
-    doomed, doomed_backlog, _ = replica(ov, dead_index, settings)
-    for n in range(TURNS_BEFORE):
-        assert await commit(doomed, identity, n) == 4 * n + 3  # answered: stored in the session
+    identity, session, doomed_backlog = await killed_replica_answered(ov, dead_index, settings)
     claimed = await stored_state(ov, identity)
     assert [(u.start, u.end) for u in claimed.unindexed] == [(4 * n, 4 * n + 3) for n in range(TURNS_BEFORE)]
     await asyncio.sleep(RECOVER_AFTER)
@@ -127,11 +135,7 @@ async def test_a_replica_that_served_a_quiet_stream_indexes_what_a_killed_replic
     ended): the replica that served it looks at it once it is quiet, waits until the dead
     replica's ranges are stale, then indexes them, once."""
     link, dead_index = held
-    identity = parsed(new_identity())
-    session = session_id_for(identity.stream_id, 0)
-    doomed, doomed_backlog, _ = replica(ov, dead_index, settings)
-    for n in range(TURNS_BEFORE):
-        assert await commit(doomed, identity, n) == 4 * n + 3
+    identity, session, doomed_backlog = await killed_replica_answered(ov, dead_index, settings)
     states = StreamStateStore(DocumentStore(ov))
     ledger = IndexLedger(ov, TurnIndexWriter(ov), recover_after=RECOVER_AFTER)
     sweep = OutboxSweep(states, ClaimRepair(ov, states, utc_now).repair, utc_now, quiet=0.0,
