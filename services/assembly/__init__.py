@@ -5,6 +5,7 @@ from __future__ import annotations
 from contextengine.v1 import assembly_pb2
 from grpc import aio
 
+from services.assembly.exchange_index import ExchangeIndex
 from services.assembly.ports import AssemblyBackend
 from services.assembly.request_wire import ASSEMBLE_WIRE
 from services.assembly.servicer import AssemblyService
@@ -47,16 +48,18 @@ def build_assembly_service(context: ServiceContext) -> ServiceSpec:
 def assembly_servicer(
     settings: Settings, client: OpenVikingClient, memory_changes: MemoryChanges | None = None
 ) -> AssemblyService:
-    """The servicer over OpenViking, its summaries read from the stream's checkpoints; cached
-    profiles and streams' checkpoint lists dropped on `memory_changes`."""
+    """The servicer over OpenViking, its summaries read from the stream's checkpoints (not for a
+    stream the exchange index's listing shows was never indexed); cached profiles, streams'
+    checkpoint lists and the listing's word dropped on `memory_changes`."""
     documents = DocumentStore(client)
     checkpoints = stream_checkpoints_cache()
     if memory_changes is not None:
         memory_changes.subscribe(checkpoints.invalidate)
+    exchanges = ExchangeIndex(client)
     summaries = CheckpointSummaries(
-        CheckpointStore(documents), stream_checkpoints(StreamStateStore(documents), checkpoints)
+        CheckpointStore(documents), stream_checkpoints(StreamStateStore(documents), checkpoints, exchanges)
     )
-    return AssemblyService(settings, client, summaries, memory_changes)
+    return AssemblyService(settings, client, summaries, memory_changes, exchanges)
 
 
 def assembly_service_spec(

@@ -16,7 +16,9 @@ written back:
 - Assemble never waits for it: until a user's first sync is done the lexical leg ranks the
   semantic pool as before, and an exchange written since the last sync is found by the semantic
   leg until the next one;
-- bounded: at most `max_users` users' tables, the least recently searched dropped.
+- bounded: at most `max_users` users' tables, the least recently searched dropped;
+- its last listing also tells which of the user's sessions the turn index held
+  (`sessions_listed`): the summaries read no state for a stream it never held.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import re
 import sqlite3
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import NamedTuple, Protocol
@@ -41,8 +43,11 @@ from shared.openviking.tenant import Tenant
 
 log = logging.getLogger(__name__)
 
-REFRESH_SECONDS = 30.0
-"""How stale a user's index may get before a search starts a sync (in the background)."""
+REFRESH_SECONDS = 20.0
+"""How old a user's last listing may get before a search starts a sync (in the background):
+within the 30 s for which the assembly's summaries trust a listing (`sessions_listed`,
+`services.assembly.summaries.never_indexed`), so that an active user's listing stays trusted
+while the next sync runs."""
 SETTLE_SECONDS = 10.0
 """A folder changed this recently is grepped again at the next sync: a document written in the
 same second as the grep would otherwise keep the folder's modification time unchanged."""
@@ -95,6 +100,11 @@ class _UserIndex:
     """Session id -> the modification time its rows were synced at ("" = grep again)."""
     synced_at: float | None = None
     """Monotonic time of the last finished sync (None: never; the table is not searched)."""
+    listed_at: float | None = None
+    """Monotonic time of the listing `folders` came from (None: none yet)."""
+    changed_at: float | None = None
+    """When a change to the user's memory was last announced (`forget_listing`): a listing
+    older than it is not vouched for."""
     syncing: asyncio.Task[None] | None = None
 
 
@@ -107,8 +117,10 @@ class ExchangeIndex:
         *,
         refresh_seconds: float = REFRESH_SECONDS,
         max_users: int = MAX_USERS,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._source = source
+        self._clock = clock
         self._refresh = refresh_seconds
         self._max_users = max_users
         self._db = sqlite3.connect(":memory:", isolation_level=None)
@@ -167,6 +179,24 @@ class ExchangeIndex:
                     apart.add(term)
         return frozenset(apart)
 
+    def sessions_listed(self, tenant: Tenant, max_age: float) -> Collection[str] | None:
+        """The sessions the user's turn index held at its last listing, if that listing is at most
+        `max_age` seconds old and nothing changed the user's memory since (`forget_listing`);
+        else None. Costs no request: the listing is the background sync's."""
+        user = self._users.get((tenant.account_id, tenant.user_id))
+        if user is None or user.listed_at is None or self._clock() - user.listed_at > max_age:
+            return None
+        if user.changed_at is not None and user.changed_at >= user.listed_at:
+            return None
+        return user.folders.keys()
+
+    def forget_listing(self, tenant: Tenant) -> None:
+        """Stop vouching for the user's last listing (a change announced in this process, such as
+        a commit, may postdate it) until the next sync lists again."""
+        user = self._users.get((tenant.account_id, tenant.user_id))
+        if user is not None:
+            user.changed_at = self._clock()
+
     async def sync(self, tenant: Tenant) -> None:
         """Bring the user's index up to date now (what the background does)."""
         user = self._user(tenant)
@@ -203,13 +233,13 @@ class ExchangeIndex:
     def _maybe_sync(self, tenant: Tenant, user: _UserIndex) -> None:
         if user.syncing is not None and not user.syncing.done():
             return
-        if user.synced_at is not None and time.monotonic() - user.synced_at < self._refresh:
+        if user.listed_at is not None and self._clock() - user.listed_at < self._refresh:
             return
         user.syncing = asyncio.ensure_future(self._sync(tenant, user))
         user.syncing.add_done_callback(_log_failure)
 
     async def _sync(self, tenant: Tenant, user: _UserIndex) -> None:
-        now = time.time()
+        now, listed_at = time.time(), self._clock()
         listed = await turn_index_folders(self._source, tenant)
         changed = [s for s, mod_time in listed.items() if not mod_time or user.folders.get(s) != mod_time]
         gate = asyncio.Semaphore(SYNC_CONCURRENCY)
@@ -225,7 +255,8 @@ class ExchangeIndex:
         for session_id in set(user.folders) - set(listed):
             self._db.execute(f"DELETE FROM {user.table} WHERE session = ?", (session_id,))
         user.folders = {s: (t if _settled(t, now) else "") for s, t in listed.items()}
-        user.synced_at = time.monotonic()
+        user.synced_at = self._clock()
+        user.listed_at = listed_at
 
     def _replace(self, table: str, session_id: str, documents: dict[str, str]) -> None:
         self._db.execute("BEGIN")

@@ -44,7 +44,10 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
         backend: AssemblyBackend,
         summaries: SummarySource,
         memory_changes: MemoryChanges | None = None,
+        exchanges: ExchangeIndex | None = None,
     ) -> None:
+        """`exchanges`: the replica's exchange index, when the summary source also reads its
+        listings (else one of its own)."""
         self._settings = settings
         self._call_settings = CallSettings(settings)
         self._backend = backend
@@ -54,11 +57,13 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
             token_counts=TokenCountCache(),
             profiles=profile_cache(),
             envelopes=EnvelopeCache(ENVELOPES),
-            exchanges=ExchangeIndex(backend),
+            exchanges=exchanges or ExchangeIndex(backend),
         )
         if memory_changes is not None:
             memory_changes.subscribe(self._caches.profiles.invalidate)
             memory_changes.subscribe(self._caches.sources.invalidate)
+            if self._caches.exchanges is not None:
+                memory_changes.subscribe(self._caches.exchanges.forget_listing)
 
     async def aclose(self) -> None:
         """Stop the exchange index's background syncs (at shutdown, before the client closes)."""

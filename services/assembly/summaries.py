@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Protocol
 
 from contextengine.v1 import packet_pb2
@@ -31,7 +31,8 @@ from services.assembly.tenant_cache import TenantCache
 from shared.domain.archives import session_uri
 from shared.domain.checkpoints import CheckpointRecord, CheckpointStore
 from shared.domain.identity import RequestIdentity
-from shared.domain.stream_state import StreamStateStore
+from shared.domain.stream_state import StreamStateStore, is_session_of
+from shared.openviking.tenant import Tenant
 from shared.sized_cache import SizedCache
 
 CheckpointResolver = Callable[[RequestIdentity, float], Awaitable[Sequence[str]]]
@@ -43,13 +44,21 @@ MAX_SUMMARY_CHECKPOINTS = 3
 REMEMBERED_SUMMARIES = 4096
 """Final summaries a replica keeps (by account, user and checkpoint)."""
 STREAM_SESSIONS_TTL_SECONDS = 30.0
-"""How long an assembly replica reuses a stream's checkpoint list (one stream-state read).
-Commits, engine summaries and phase-2 ends made in the same process drop it at once
-(`shared.domain.memory_changes`). Elsewhere a new summary shows at most this much later; until
-it shows, packing keeps the stream's raw turns and recall finds every exchange. Saves a state
-read per Assemble, which also ran on OpenViking beside the `find` and slowed it."""
+"""How long an assembly replica reuses a stream's checkpoint list (one stream-state read), and
+how old a listing of the user's turn index may be to vouch that a stream has none
+(`IndexedSessions`). Commits, engine summaries and phase-2 ends made in the same process drop
+both at once (`shared.domain.memory_changes`). Elsewhere a new summary shows at most this much
+later; until it shows, packing keeps the stream's raw turns and recall finds every exchange.
+Saves a state read per Assemble, which also ran on OpenViking beside the `find` and slowed it."""
 SUMMARY_RECHECK_SECONDS = 600.0
 """A remembered summary is read again after this long (bounds what a repair could leave stale)."""
+
+
+class IndexedSessions(Protocol):
+    """The sessions a user's turn index held at a recent listing (`ExchangeIndex`, whose
+    background sync lists them anyway)."""
+
+    def sessions_listed(self, tenant: Tenant, max_age: float) -> Collection[str] | None: ...
 
 
 class SummarySource(Protocol):
@@ -69,21 +78,38 @@ def stream_checkpoints_cache(
 
 
 def stream_checkpoints(
-    store: StreamStateStore, cache: StreamCheckpointsCache | None = None
+    store: StreamStateStore,
+    cache: StreamCheckpointsCache | None = None,
+    indexed: IndexedSessions | None = None,
 ) -> CheckpointResolver:
     """Resolver over the engine's stream state: the stream's newest checkpoints, read at most
-    once per `cache`'s TTL (every time without one)."""
+    once per `cache`'s TTL (every time without one), and not at all for a stream none of whose
+    exchanges the user's turn index held at a listing `indexed` vouches for (`never_indexed`)."""
 
     async def read(identity: RequestIdentity, deadline: float) -> Sequence[str]:
         state = await store.load(identity, deadline=deadline)
         return [] if state is None else state.checkpoint_ids[-MAX_SUMMARY_CHECKPOINTS:]
 
     async def resolve(identity: RequestIdentity, deadline: float) -> Sequence[str]:
+        if indexed is not None and never_indexed(indexed, identity):
+            return []
         if cache is None:
             return await read(identity, deadline)
         return await cache.get(identity.tenant, identity.stream_id, lambda: read(identity, deadline))
 
     return resolve
+
+
+def never_indexed(indexed: IndexedSessions, identity: RequestIdentity) -> bool:
+    """Whether the user's turn index, listed at most `STREAM_SESSIONS_TTL_SECONDS` ago, held no
+    session of the stream: then the stream had no checkpoint at that listing, since a compaction
+    indexes its session's exchanges before it commits them (`SessionCommit`). A checkpoint made
+    since shows once a listing holds its session, the staleness the checkpoint cache allows.
+    The first call of a new session then costs no state read: OpenViking serves one request at
+    a time, and that read (~2 ms of its CPU) landed on recall's `find` (hard recall tier, 10,000
+    exchanges, in process: Assemble 1.43x one `find` with it, 1.22x without)."""
+    listed = indexed.sessions_listed(identity.tenant, STREAM_SESSIONS_TTL_SECONDS)
+    return listed is not None and not any(is_session_of(identity.stream_id, s) for s in listed)
 
 
 def compact_summary(identity: RequestIdentity, record: CheckpointRecord) -> packet_pb2.CompactSummary:

@@ -176,6 +176,11 @@ def session_id_for(stream_id: str, generation: int) -> str:
     return f"ce-{stream_id}-g{generation:04d}"
 
 
+def is_session_of(stream_id: str, session_id: str) -> bool:
+    """Whether `session_id` is one of the stream's OpenViking sessions (`session_id_for`)."""
+    return session_id.startswith(f"ce-{stream_id}-g")
+
+
 def initial_state(identity: RequestIdentity) -> StreamState:
     first = session_id_for(identity.stream_id, 0)
     return StreamState(

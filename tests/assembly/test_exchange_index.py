@@ -124,3 +124,30 @@ async def test_the_least_recently_searched_user_is_dropped(ov: OpenVikingClient)
         assert index.search(users[0], ["kayaking"], 5) is None  # dropped: rebuilt on demand
     finally:
         await index.aclose()
+
+
+@pytest.mark.stack
+async def test_the_listing_vouches_for_its_sessions_only_while_fresh_and_unchanged(
+    ov: OpenVikingClient,
+) -> None:
+    tenant = Tenant(ACCOUNT, "listing")
+    await TurnIndexWriter(ov, clock=lambda: SAID).add(tenant, "s-a", exchange("Hello", "Hi.", 0))
+    now = [100.0]
+    index = ExchangeIndex(ov, refresh_seconds=3600, clock=lambda: now[0])
+    try:
+        assert index.sessions_listed(tenant, 30) is None  # never listed
+        await index.sync(tenant)
+        listed = index.sessions_listed(tenant, 30)
+        assert listed is not None and set(listed) == {"s-a"}
+        now[0] += 31
+        assert index.sessions_listed(tenant, 30) is None  # too old to vouch for
+        await index.sync(tenant)
+        assert index.sessions_listed(tenant, 30) is not None
+        index.forget_listing(tenant)  # a change announced since the listing
+        assert index.sessions_listed(tenant, 30) is None
+        now[0] += 1
+        await index.sync(tenant)
+        assert index.sessions_listed(tenant, 30) is not None
+        assert index.sessions_listed(Tenant(ACCOUNT, "nobody"), 30) is None
+    finally:
+        await index.aclose()

@@ -1,8 +1,10 @@
 """An assembly replica reads a stream's state (which checkpoints it has) once per TTL, and again
-at once when a commit in its own process announces the tenant; against the real OpenViking."""
+at once when a commit in its own process announces the tenant, and not for a stream its recent
+listing of the user's turn index never held; against the real OpenViking."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 
@@ -23,6 +25,7 @@ from shared.domain.documents import DocumentStore
 from shared.domain.identity import request_identity
 from shared.domain.memory_changes import MemoryChanges
 from shared.domain.stream_state import StreamStateStore
+from shared.domain.turn_index_folders import turn_index_folders
 from shared.openviking import DevAuth, OpenVikingClient, Tenant
 from shared.openviking.http import HttpRequest, HttpResponse, Send
 from shared.runtime.main import start_host
@@ -129,3 +132,47 @@ async def test_a_commit_in_the_same_process_drops_only_its_tenants_streams(
         after_change = [await reads_of(alice), await reads_of(bob), await reads_of(alice)]
     assert first == [1, 1, 0, 0]
     assert after_change == [1, 0, 0]
+
+
+@pytest.mark.stack
+async def test_no_state_is_read_for_a_stream_the_listed_turn_index_never_held(
+    openviking: OpenVikingEndpoint,
+) -> None:
+    """Once the replica's exchange index has listed the user's turn index, a new stream's first
+    Assemble reads no state; a stream the listing holds is read as before, and so is any stream
+    once a change is announced in the process (until the next listing)."""
+    captured = _identity(unique_tenant("neverix"))
+    await _captured_stream(openviking.base_url, captured)
+    settings = load_settings(environ={}, overrides={"baseUrl": openviking.base_url})
+    tenant = request_identity(captured, settings, session_required=True).tenant
+    async with OpenVikingClient(openviking.base_url, DevAuth()) as plain:
+        give_up = time.monotonic() + 30
+        while not await turn_index_folders(plain, tenant):  # capture's turn index written
+            assert time.monotonic() < give_up
+            await asyncio.sleep(0.2)
+    changes = MemoryChanges()
+    state_reads = StateReads()
+
+    async def reads_of(who: common_pb2.Identity) -> int:
+        request = assembly_pb2.AssembleRequest(
+            identity=who, messages=[user("what did I say about the weather")], token_budget=4000
+        )
+        await servicer.Assemble(request, _NoDeadline())  # type: ignore[arg-type]
+        return state_reads.taken()
+
+    def new_stream() -> common_pb2.Identity:
+        return _identity(tenant)
+
+    async with OpenVikingClient(openviking.base_url, DevAuth(), middlewares=[state_reads]) as client:
+        servicer = assembly_servicer(settings, client, changes)
+        assert await reads_of(new_stream()) == 1  # nothing listed yet; recall's search starts the sync
+        give_up = time.monotonic() + 30
+        while await reads_of(new_stream()):
+            assert time.monotonic() < give_up
+            await asyncio.sleep(0.2)
+        listed = [await reads_of(new_stream()), await reads_of(captured), await reads_of(captured)]
+        changes.changed(tenant)
+        after_change = await reads_of(new_stream())
+        await servicer.aclose()
+    assert listed == [0, 1, 0]  # the captured stream is read (then cached), a new one is not
+    assert after_change == 1
