@@ -100,7 +100,10 @@ class Retrieval:
             else None
         )
         summaries = _started(
-            after_recall_sends(summary_source.latest_summaries(identity, deadline)), deadline
+            after_recall_sends(
+                summary_source.latest_summaries(identity, deadline, opening=not transcript_shows)
+            ),
+            deadline,
         )
         profile = (
             _started(

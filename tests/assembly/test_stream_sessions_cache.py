@@ -139,8 +139,9 @@ async def test_no_state_is_read_for_a_stream_the_listed_turn_index_never_held(
     openviking: OpenVikingEndpoint,
 ) -> None:
     """Once the replica's exchange index has listed the user's turn index, a new stream's first
-    Assemble reads no state; a stream the listing holds is read as before, and so is any stream
-    once a change is announced in the process (until the next listing)."""
+    Assemble (nothing before the prompt) reads no state; a stream the listing holds is read as
+    before, and so is a call with a host transcript, and any stream once a change is announced
+    in the process (until the next listing)."""
     captured = _identity(unique_tenant("neverix"))
     await _captured_stream(openviking.base_url, captured)
     settings = load_settings(environ={}, overrides={"baseUrl": openviking.base_url})
@@ -153,9 +154,9 @@ async def test_no_state_is_read_for_a_stream_the_listed_turn_index_never_held(
     changes = MemoryChanges()
     state_reads = StateReads()
 
-    async def reads_of(who: common_pb2.Identity) -> int:
+    async def reads_of(who: common_pb2.Identity, *earlier: common_pb2.ConversationMessage) -> int:
         request = assembly_pb2.AssembleRequest(
-            identity=who, messages=[user("what did I say about the weather")], token_budget=4000
+            identity=who, messages=[*earlier, user("what did I say about the weather")], token_budget=4000
         )
         await servicer.Assemble(request, _NoDeadline())  # type: ignore[arg-type]
         return state_reads.taken()
@@ -171,8 +172,11 @@ async def test_no_state_is_read_for_a_stream_the_listed_turn_index_never_held(
             assert time.monotonic() < give_up
             await asyncio.sleep(0.2)
         listed = [await reads_of(new_stream()), await reads_of(captured), await reads_of(captured)]
+        # A host transcript before the prompt: the stream goes on, whatever the listing says.
+        going_on = await reads_of(new_stream(), user("hello there"), assistant("hi"))
         changes.changed(tenant)
         after_change = await reads_of(new_stream())
         await servicer.aclose()
     assert listed == [0, 1, 0]  # the captured stream is read (then cached), a new one is not
+    assert going_on == 1
     assert after_change == 1
