@@ -36,6 +36,7 @@ __all__ = [
     "assembly_service_spec",
     "assembly_servicer",
     "build_assembly_service",
+    "runtime_assembly_spec",
 ]
 
 
@@ -67,6 +68,11 @@ def assembly_service_spec(
 ) -> ServiceSpec:
     """The AssemblyService over any backend and summary source."""
     return _spec(AssemblyService(settings, openviking_client, summaries))
+
+
+def runtime_assembly_spec(settings: Settings, client: OpenVikingClient) -> ServiceSpec:
+    """The AssemblyService as the runtime builds it over OpenViking (`assembly_servicer`)."""
+    return _spec(assembly_servicer(settings, client))
 
 
 def _spec(servicer: AssemblyService) -> ServiceSpec:

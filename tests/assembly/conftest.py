@@ -8,7 +8,7 @@ import grpc
 from contextengine.v1 import assembly_pb2_grpc
 from grpc import aio
 
-from services.assembly import CheckpointSummaries, assembly_service_spec
+from services.assembly import CheckpointSummaries, assembly_service_spec, runtime_assembly_spec
 from services.assembly.summaries import stream_checkpoints
 from shared.config import Settings
 from shared.domain.checkpoints import CheckpointStore
@@ -19,16 +19,25 @@ from shared.runtime.server import ServiceHost
 
 
 @asynccontextmanager
-async def assembly_channel(settings: Settings, backend: OpenVikingClient) -> AsyncIterator[aio.Channel]:
+async def assembly_channel(
+    settings: Settings, backend: OpenVikingClient, *, as_deployed: bool = False
+) -> AsyncIterator[aio.Channel]:
     """AssemblyService on a real in-process gRPC server (port 0), and a channel connected to it.
 
-    Its summaries are the real ones: those of the stream's checkpoints.
+    Its summaries are the real ones: those of the stream's checkpoints, read on every call, or
+    `as_deployed` as the runtime reads them (cached per stream, not read for a stream the exchange
+    index's listing never held).
     """
     documents = DocumentStore(backend)
     summaries = CheckpointSummaries(
         CheckpointStore(documents), stream_checkpoints(StreamStateStore(documents))
     )
-    host = ServiceHost(settings, [assembly_service_spec(settings, backend, summaries)])
+    spec = (
+        runtime_assembly_spec(settings, backend)
+        if as_deployed
+        else assembly_service_spec(settings, backend, summaries)
+    )
+    host = ServiceHost(settings, [spec])
     port = await host.start(port=0)
     channel = aio.insecure_channel(f"{settings.grpc_host}:{port}")
     try:
@@ -39,9 +48,11 @@ async def assembly_channel(settings: Settings, backend: OpenVikingClient) -> Asy
 
 
 @asynccontextmanager
-async def assembly_stub(settings: Settings, backend: OpenVikingClient) -> AsyncIterator[Any]:
+async def assembly_stub(
+    settings: Settings, backend: OpenVikingClient, *, as_deployed: bool = False
+) -> AsyncIterator[Any]:
     """A stub of the AssemblyService served as `assembly_channel` serves it."""
-    async with assembly_channel(settings, backend) as channel:
+    async with assembly_channel(settings, backend, as_deployed=as_deployed) as channel:
         yield assembly_pb2_grpc.AssemblyServiceStub(channel)
 
 

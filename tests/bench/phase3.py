@@ -295,7 +295,7 @@ async def run(args: argparse.Namespace, openviking_url: str) -> Row:
     counter = TokenCounter.for_model("", "cl100k_base")
     async with (
         OpenVikingClient(openviking_url, DevAuth(), middlewares=[log]) as client,
-        assembly_stub(SETTINGS, client) as stub,
+        assembly_stub(SETTINGS, client, as_deployed=True) as stub,
     ):
         return {
             "skills": await bench_skills(client, stub, args, counter),
