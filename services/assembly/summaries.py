@@ -109,11 +109,9 @@ def never_indexed(indexed: IndexedSessions, identity: RequestIdentity) -> bool:
     session of the stream: then the stream had no checkpoint at that listing, since a compaction
     indexes its session's exchanges before it commits them (`SessionCommit`). A checkpoint made
     since shows once a listing holds its session, the staleness the checkpoint cache allows;
-    asked only when the host sent nothing before the prompt, since a checkpoint made within a
-    listing's age is most likely on a stream whose host transcript goes on (hard recall tier,
-    continuing session, evidence at 1k: 74.2 % asking on every call, 75.1-75.4 % asking only on
-    opening calls; when the index syncs moves it by ~0.3). The first call of a new session then
-    costs no state read: OpenViking serves one request at a time, and that read (~2 ms of its
+    asked only when the host sent nothing before the prompt: a stream compacted within a
+    listing's age is a live one, whose host transcript goes on. The first call of a new session
+    then costs no state read: OpenViking serves one request at a time, and that read (~2 ms of its
     CPU) landed on recall's `find` (hard recall tier, 10,000 exchanges: Assemble's first call
     1.46x one `find` with it, 1.40x without; in process 1.36x and 1.27x)."""
     listed = indexed.sessions_listed(identity.tenant, STREAM_SESSIONS_TTL_SECONDS)
