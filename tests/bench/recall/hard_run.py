@@ -124,6 +124,7 @@ async def run_hard(
                     budgets=BUDGETS,
                     stats=stats,
                     concurrency=args.concurrency,
+                    openviking_url=openviking_url,
                 )
                 for c in conversations
             )

@@ -55,7 +55,7 @@ async def llm_answers(
             renamed = dataclasses.replace(history, user_id=f"{history.user_id}-llm")
             answers += await run_user(
                 stubs, renamed, askers={VARIANT: stubs.assembly}, budgets=budgets, stats=ReplayStats(),
-                concurrency=concurrency,
+                concurrency=concurrency, openviking_url=openviking_url,
             )  # fmt: skip
         for channel in channels:
             await channel.close()

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import grpc
+import httpx
 from contextengine.v1 import (
     assembly_pb2,
     assembly_pb2_grpc,
@@ -34,6 +35,15 @@ ENGINE_ENV = {"CONTEXT_ENGINE_COMPACT_TURN_THRESHOLD": "1000"}
 """The replay compacts at session end (as the issue's benchmark does), not by turn count."""
 AGENT = "main"
 Role = common_pb2.MessageRole
+INDEX_WINDOW_S = 2.5
+"""How long capture may hold a turn's exchanges for the turn index (`turnIndexCoalesceMs`, 2 s),
+with a margin."""
+EXCHANGE_INDEX_SYNC_S = 10.0
+"""How long the questions wait after the warm-up call for each assembly replica's exchange
+index to take the user up (its first sync; a few seconds for ~300 exchanges while the other
+users replay). Asked before, a question's lexical leg ranks the semantic pool only, and how
+many did so depended on timing: the hard tier's 1k cells moved by 1-2 points run to run."""
+QUIET_TIMEOUT_S = 120.0
 
 
 @dataclass
@@ -173,6 +183,32 @@ async def ask(stubs: Stubs, where: Asked, question: Question, budget: int, varia
     return Answer(question, variant, where.mode, budget, text, response.estimated_tokens, seconds)
 
 
+async def openviking_quiet(http: httpx.AsyncClient, user_id: str, *, give_up_s: float) -> None:
+    """Until OpenViking's queues are drained (`system/wait`): what was stored is findable."""
+    started = time.perf_counter()
+    headers = {"X-OpenViking-Account": ACCOUNT, "X-OpenViking-User": user_id}
+    while True:  # system/wait blocks until the queues drain; one call may time out first
+        try:
+            waited = await http.post("/api/v1/system/wait", headers=headers, json={}, timeout=QUIET_TIMEOUT_S)
+            waited.raise_for_status()
+            return
+        except httpx.ReadTimeout:
+            if time.perf_counter() - started > give_up_s:
+                raise
+
+
+async def settled(openviking_url: str, user_id: str, askers: dict[str, object], question: Question) -> None:
+    """What the replay stored is findable and in every asker's exchange index: capture's index
+    window passes, OpenViking's queues drain, and one warm-up question per asker starts its
+    replica's first sync of the user, given `EXCHANGE_INDEX_SYNC_S` to finish."""
+    await asyncio.sleep(INDEX_WINDOW_S)
+    async with httpx.AsyncClient(base_url=openviking_url) as http:
+        await openviking_quiet(http, user_id, give_up_s=QUIET_TIMEOUT_S * 5)
+    for assembly in askers.values():
+        await ask(Stubs(None, assembly, None), Asked(user_id, "warm-up", [], "new"), question, 1000)
+    await asyncio.sleep(EXCHANGE_INDEX_SYNC_S)
+
+
 async def gather_bounded(calls: Sequence[object], concurrency: int) -> list[Answer]:
     gate = asyncio.Semaphore(concurrency)
 
@@ -191,15 +227,16 @@ async def run_user(
     budgets: Sequence[int],
     stats: ReplayStats,
     concurrency: int,
+    openviking_url: str,
 ) -> list[Answer]:
-    """Replay one user's sessions through `stubs`, then ask every question in both modes at every
-    budget through each of `askers` (assembly stubs by variant name)."""
+    """Replay one user's sessions through `stubs`, then, once it is `settled`, ask every question
+    in both modes at every budget through each of `askers` (assembly stubs by variant name)."""
     *earlier, last = history.sessions
     for script in earlier:
         await replay_session(stubs, history.user_id, script, stats)
         await compact(stubs, history.user_id, script.session_id, stats)
     await replay_session(stubs, history.user_id, last, stats)
-    await asyncio.sleep(1.0)  # the index write of the last exchange is asynchronous (~0.3 s)
+    await settled(openviking_url, history.user_id, askers, history.questions[0])
     where = Asked(history.user_id, last.session_id, transcript(last, len(last.exchanges)), "continuing")
     continuing = [
         ask(Stubs(stubs.capture, assembly, stubs.compaction), where, q, b, variant)

@@ -177,7 +177,15 @@ async def run(
         started = time.perf_counter()
         per_user = await asyncio.gather(
             *(
-                run_user(stubs, h, askers=askers, budgets=BUDGETS, stats=stats, concurrency=args.concurrency)
+                run_user(
+                    stubs,
+                    h,
+                    askers=askers,
+                    budgets=BUDGETS,
+                    stats=stats,
+                    concurrency=args.concurrency,
+                    openviking_url=openviking_url,
+                )
                 for h in histories
             )
         )

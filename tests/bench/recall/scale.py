@@ -38,7 +38,7 @@ from shared.domain.turn_index import (
 )
 from tests.bench.recall.dataset import Question
 from tests.bench.recall.hard_dataset import EXCHANGES_PER_SESSION, generate_hard
-from tests.bench.recall.replay import ACCOUNT, Asked, Stubs, ask, transcript
+from tests.bench.recall.replay import ACCOUNT, Asked, Stubs, ask, openviking_quiet, transcript
 from tests.bench.recall.scoring import p50_ms
 
 WRITE_BATCH = 250
@@ -108,13 +108,7 @@ async def store_exchanges(http: httpx.AsyncClient, user_id: str, exchanges: int,
             "processing_mode": TURN_PROCESSING_MODE,
         }
         await _post(http, "/api/v1/content/batch-write", user_id, body)
-    while True:  # system/wait blocks until the queues drain; one call may time out first
-        try:
-            await _post(http, "/api/v1/system/wait", user_id, {})
-            break
-        except httpx.ReadTimeout:
-            if time.perf_counter() - started > EMBEDDED_DEADLINE_S:
-                raise
+    await openviking_quiet(http, user_id, give_up_s=EMBEDDED_DEADLINE_S)
     return time.perf_counter() - started
 
 
