@@ -52,18 +52,18 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
         self._call_settings = CallSettings(settings)
         self._backend = backend
         self._summaries = summaries
+        exchanges = exchanges or ExchangeIndex(backend)
         self._caches = AssembleCaches(
             host_messages=HostMessageCache(),
             token_counts=TokenCountCache(),
             profiles=profile_cache(),
             envelopes=EnvelopeCache(ENVELOPES),
-            exchanges=exchanges or ExchangeIndex(backend),
+            exchanges=exchanges,
         )
         if memory_changes is not None:
             memory_changes.subscribe(self._caches.profiles.invalidate)
             memory_changes.subscribe(self._caches.sources.invalidate)
-            if self._caches.exchanges is not None:
-                memory_changes.subscribe(self._caches.exchanges.forget_listing)
+            memory_changes.subscribe(exchanges.forget_listing)
 
     async def aclose(self) -> None:
         """Stop the exchange index's background syncs (at shutdown, before the client closes)."""

@@ -28,15 +28,14 @@ async def assembly_channel(
     `as_deployed` as the runtime reads them (cached per stream, not read for a stream the exchange
     index's listing never held).
     """
-    documents = DocumentStore(backend)
-    summaries = CheckpointSummaries(
-        CheckpointStore(documents), stream_checkpoints(StreamStateStore(documents))
-    )
-    spec = (
-        runtime_assembly_spec(settings, backend)
-        if as_deployed
-        else assembly_service_spec(settings, backend, summaries)
-    )
+    if as_deployed:
+        spec = runtime_assembly_spec(settings, backend)
+    else:
+        documents = DocumentStore(backend)
+        summaries = CheckpointSummaries(
+            CheckpointStore(documents), stream_checkpoints(StreamStateStore(documents))
+        )
+        spec = assembly_service_spec(settings, backend, summaries)
     host = ServiceHost(settings, [spec])
     port = await host.start(port=0)
     channel = aio.insecure_channel(f"{settings.grpc_host}:{port}")

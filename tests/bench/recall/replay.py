@@ -183,10 +183,15 @@ async def ask(stubs: Stubs, where: Asked, question: Question, budget: int, varia
     return Answer(question, variant, where.mode, budget, text, response.estimated_tokens, seconds)
 
 
+def openviking_headers(user_id: str) -> dict[str, str]:
+    """The bench account's headers for `user_id`, for calls straight to OpenViking."""
+    return {"X-OpenViking-Account": ACCOUNT, "X-OpenViking-User": user_id}
+
+
 async def openviking_quiet(http: httpx.AsyncClient, user_id: str, *, give_up_s: float) -> None:
     """Until OpenViking's queues are drained (`system/wait`): what was stored is findable."""
     started = time.perf_counter()
-    headers = {"X-OpenViking-Account": ACCOUNT, "X-OpenViking-User": user_id}
+    headers = openviking_headers(user_id)
     while True:  # system/wait blocks until the queues drain; one call may time out first
         try:
             waited = await http.post("/api/v1/system/wait", headers=headers, json={}, timeout=QUIET_TIMEOUT_S)

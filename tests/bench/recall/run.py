@@ -45,7 +45,6 @@ from tests.bench.recall.hard_report import markdown as hard_markdown
 from tests.bench.recall.hard_run import run_hard
 from tests.bench.recall.llm_variant import llm_answers, llm_openviking
 from tests.bench.recall.replay import (
-    ACCOUNT,
     ENGINE_ENV,
     Asked,
     ReplayStats,
@@ -53,6 +52,7 @@ from tests.bench.recall.replay import (
     ask,
     connect,
     gather_bounded,
+    openviking_headers,
     run_user,
 )
 from tests.bench.recall.scoring import BUDGETS, MODES, engine_rows, evidence_recall, p50_ms
@@ -92,7 +92,7 @@ async def find_latency(
     async with httpx.AsyncClient(base_url=openviking_url, timeout=60) as http:
 
         async def one(user_id: str, question: Question) -> float:
-            headers = {"X-OpenViking-Account": ACCOUNT, "X-OpenViking-User": user_id}
+            headers = openviking_headers(user_id)
             body = {"query": question.text, "target_uri": FIND_TARGET, "limit": 80}
             async with gate:
                 started = time.perf_counter()

@@ -38,7 +38,7 @@ from shared.domain.turn_index import (
 )
 from tests.bench.recall.dataset import Question
 from tests.bench.recall.hard_dataset import EXCHANGES_PER_SESSION, generate_hard
-from tests.bench.recall.replay import ACCOUNT, Asked, Stubs, ask, openviking_quiet, transcript
+from tests.bench.recall.replay import Asked, Stubs, ask, openviking_headers, openviking_quiet, transcript
 from tests.bench.recall.scoring import p50_ms
 
 WRITE_BATCH = 250
@@ -78,12 +78,8 @@ class ScaleResult:
         return round(ms / self.find_p50_ms, 2) if self.find_p50_ms else 0.0
 
 
-def _headers(user_id: str) -> dict[str, str]:
-    return {"X-OpenViking-Account": ACCOUNT, "X-OpenViking-User": user_id}
-
-
 async def _post(http: httpx.AsyncClient, path: str, user_id: str, body: dict[str, object]) -> None:
-    response = await http.post(path, headers=_headers(user_id), json=body, timeout=WRITE_TIMEOUT_S)
+    response = await http.post(path, headers=openviking_headers(user_id), json=body, timeout=WRITE_TIMEOUT_S)
     response.raise_for_status()
 
 
@@ -115,7 +111,8 @@ async def store_exchanges(http: httpx.AsyncClient, user_id: str, exchanges: int,
 async def find_seconds(http: httpx.AsyncClient, user_id: str, query: str) -> float:
     body = {"query": query, "target_uri": USER_MEMORIES_URI, "limit": TURN_CANDIDATES, "score_threshold": 0.0}
     started = time.perf_counter()
-    response = await http.post("/api/v1/search/find", headers=_headers(user_id), json=body, timeout=60)
+    headers = openviking_headers(user_id)
+    response = await http.post("/api/v1/search/find", headers=headers, json=body, timeout=60)
     response.raise_for_status()
     return time.perf_counter() - started
 
