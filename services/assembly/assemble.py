@@ -25,6 +25,7 @@ from services.assembly.injection import (
     tool_call_id_for,
 )
 from services.assembly.packing import RecallPlan, pack_context
+from services.assembly.pool_depth import PoolDepths
 from services.assembly.ports import MemorySearch
 from services.assembly.profile import ProfileCache
 from services.assembly.recall import (
@@ -129,6 +130,8 @@ class AssembleCaches:
     exchanges: ExchangeIndex | None = None
     """The lexical leg's index of every user's exchanges (None: BM25 over the semantic pool)."""
     sources: SourceCaches = field(default_factory=SourceCaches)
+    depths: PoolDepths = field(default_factory=PoolDepths)
+    """How deep recall's `find` reaches into each user's memories beside the skills."""
 
 
 async def assemble_context(
@@ -171,6 +174,7 @@ async def assemble_context(
         deadline=deadline,
         profiles=caches.profiles,
         exchanges=caches.exchanges,
+        depths=caches.depths,
         with_skills=wants_skills(intent),
         transcript_shows=len(recent) > 1,
     )

@@ -52,6 +52,7 @@ from services.assembly.fusion import reciprocal_rank_fusion
 from services.assembly.injection import MemoryForInjection
 from services.assembly.known_names import without_unrelated_names
 from services.assembly.memory_rules import rank_candidates, select_candidates, truncate_content
+from services.assembly.pool_depth import PoolDepths
 from services.assembly.ports import MemorySearch
 from services.assembly.recall_json import item_piece
 from services.assembly.send_order import requests_out
@@ -300,6 +301,39 @@ async def _leg(what: str, call: Awaitable[T], deadline: float, outcome: RecallOu
         return None
 
 
+class _Page(NamedTuple):
+    found: FindResult
+    limit: int
+
+
+async def _semantic_find(
+    client: MemorySearch,
+    tenant: Tenant,
+    query: str,
+    *,
+    skill_pool: SkillPool | None,
+    depths: PoolDepths | None,
+    deadline: float,
+) -> _Page:
+    """Recall's `find` over the user's memories (and the skill space when `skill_pool` waits),
+    as deep into the memories as the user's learned size needs (`pool_depth`); asked again at the
+    full depth when the page came back full with the memory side filling its whole share (the
+    user has grown past the headroom)."""
+    full = TURN_CANDIDATES
+    depth = depths.depth(tenant, full) if depths is not None and skill_pool is not None else full
+    while True:
+        target, limit = pool_find(USER_MEMORIES_URI, depth, skill_pool)
+        found = await client.find(
+            tenant, query, target_uri=target, limit=limit, score_threshold=0.0, deadline=deadline
+        )
+        if depths is not None:
+            depths.learn(tenant, found, limit)
+        full_page = len(found.memories) + len(found.resources) + len(found.skills) >= limit
+        if depth >= full or not full_page or len(found.memories) < depth:
+            return _Page(found, limit)
+        depth = full
+
+
 async def recall_memories(
     client: MemorySearch,
     *,
@@ -312,22 +346,23 @@ async def recall_memories(
     exclude_uris: Container[str] = frozenset(),
     exchanges: ExchangeIndex | None = None,
     skill_pool: SkillPool | None = None,
+    depths: PoolDepths | None = None,
 ) -> RecallOutcome:
     """Retrieve, fuse and bound memories and raw turns for `query`; failures degrade to fewer.
     `exclude_uris` is read as the items are built (it may still grow until then).
     With `skill_pool`, the semantic `find` searches the skill space too when it embeds `query`
     as given, and resolves the pool with its skill hits (`skill_pool`); the pool is resolved
-    (None: the skill stage finds on its own) whatever becomes of recall."""
+    (None: the skill stage finds on its own) whatever becomes of recall. `depths`: how deep that
+    shared `find` reaches into the user's memories (`pool_depth`; None: always the full depth)."""
     try:
         outcome = RecallOutcome(query)
         refined = without_unrelated_names(query, exchanges, tenant)
         if refined.text != query:  # the pool is for `query` as asked (a skill's name stays in it)
             hand_over(skill_pool, None)
             skill_pool = None
-        target, limit = pool_find(USER_MEMORIES_URI, TURN_CANDIDATES, skill_pool)
         terms = lexical.content_terms(refined.text)
-        semantic_call = client.find(
-            tenant, refined.text, target_uri=target, limit=limit, score_threshold=0.0, deadline=deadline
+        semantic_call = _semantic_find(
+            client, tenant, refined.text, skill_pool=skill_pool, depths=depths, deadline=deadline
         )
         lexical_call = client.grep(
             tenant, TURN_INDEX_ROOT, lexical.grep_pattern(terms), case_insensitive=True,
@@ -348,9 +383,9 @@ async def recall_memories(
                 if exchanges is not None and config.lexical_source == "index" and terms
                 else None
             )
-        found, grepped = semantic.result(), None if grep is None else grep.result()
-        hand_over(skill_pool, pool_skills(found, limit) if found is not None else None)
-        found = found or FindResult()
+        paged, grepped = semantic.result(), None if grep is None else grep.result()
+        found = paged.found if paged is not None else FindResult()
+        hand_over(skill_pool, pool_skills(found, paged.limit) if paged is not None else None)
         stored, turn_hits = split_hits(found.memories[:TURN_CANDIDATES])
         memories = merge_candidates([stored], agent_id)
         selected = select_candidates(memories, config.score_threshold, config.candidate_limit)

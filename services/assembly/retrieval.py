@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from contextengine.v1 import packet_pb2
 
 from services.assembly.exchange_index import ExchangeIndex
+from services.assembly.pool_depth import PoolDepths
 from services.assembly.ports import MemorySearch
 from services.assembly.profile import PROFILE_MAX_TOKENS, ProfileCache, StableProfile, load_stable_profile
 from services.assembly.recall import RecallConfig, RecallOutcome, bounded, describe_failure, recall_memories
@@ -67,6 +68,7 @@ class Retrieval:
         deadline: float,
         profiles: ProfileCache,
         exchanges: ExchangeIndex | None = None,
+        depths: PoolDepths | None = None,
         with_skills: bool = False,
         transcript_shows: bool = True,
     ) -> Retrieval:
@@ -92,6 +94,7 @@ class Retrieval:
                     deadline=deadline,
                     exchanges=exchanges,
                     skill_pool=skill_pool,
+                    depths=depths,
                     exclude_uris=excluded,
                 ),
                 deadline,

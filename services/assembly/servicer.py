@@ -64,6 +64,7 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
             memory_changes.subscribe(self._caches.profiles.invalidate)
             memory_changes.subscribe(self._caches.sources.invalidate)
             memory_changes.subscribe(exchanges.forget_listing)
+            memory_changes.subscribe(self._caches.depths.forget)
 
     async def aclose(self) -> None:
         """Stop the exchange index's background syncs (at shutdown, before the client closes)."""

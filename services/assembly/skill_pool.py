@@ -18,7 +18,8 @@ than its limit, when it holds `SKILL_CANDIDATES` skills, or when its last hit sc
 least a shown skill can score (`SKILL_FLOOR`); otherwise (`None`) the skill stage makes its own
 `find`, after this one. Recall keeps its `TURN_CANDIDATES` best memory hits, as before; only
 when more than `SKILL_CANDIDATES` skills outrank its 200th memory does its pool come up short
-by the difference, at its low-scoring end.
+by the difference, at its low-scoring end. For a user whose memories are fewer, the `find` asks
+only for as many as the user holds (`pool_depth`), not for a page of the account's skills.
 """
 
 from __future__ import annotations

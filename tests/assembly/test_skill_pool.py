@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from services.assembly.exchange_index import ExchangeIndex
+from services.assembly.pool_depth import HEADROOM, PoolDepths
 from services.assembly.recall import TURN_CANDIDATES, RecallConfig, recall_memories
 from services.assembly.skill_pool import SKILL_FLOOR, SkillPool, pool_find, pool_skills
 from services.assembly.skill_selection import SKILL_CANDIDATES, SkillCatalogue, skill_hits
@@ -63,6 +64,28 @@ def test_a_pool_is_complete_when_no_skill_that_could_be_shown_can_be_missing() -
     # skill just below that hit could be shown, so the pool is not complete.
     crowded = FindResult(memories=memories(LIMIT - 2, SKILL_FLOOR + 0.1), skills=two)
     assert pool_skills(crowded, LIMIT) is None
+
+
+def test_a_learned_depth_stands_while_fresh_and_unchanged_and_only_from_a_page_not_full() -> None:
+    now = [0.0]
+    depths = PoolDepths(ttl=30, clock=lambda: now[0])
+    user, other = Tenant("a", "u1"), Tenant("a", "u2")
+    assert depths.depth(user, TURN_CANDIDATES) == TURN_CANDIDATES  # nothing learned yet
+    # A full page says nothing about what the root holds.
+    depths.learn(user, FindResult(memories=memories(3, 0.9), skills=[skill_hit("s", 0.8)] * 5), 8)
+    assert depths.depth(user, TURN_CANDIDATES) == TURN_CANDIDATES
+    depths.learn(user, FindResult(memories=memories(3, 0.9), skills=[skill_hit("s", 0.8)]), 8)
+    assert depths.depth(user, TURN_CANDIDATES) == 3 + HEADROOM
+    assert depths.depth(other, TURN_CANDIDATES) == TURN_CANDIDATES
+    depths.learn(other, FindResult(memories=memories(190, 0.9)), LIMIT)
+    assert depths.depth(other, TURN_CANDIDATES) == TURN_CANDIDATES  # never past the full depth
+    now[0] = 29.9
+    assert depths.depth(user, TURN_CANDIDATES) == 3 + HEADROOM
+    depths.forget(user)
+    assert depths.depth(user, TURN_CANDIDATES) == TURN_CANDIDATES
+    depths.learn(user, FindResult(memories=memories(3, 0.9)), 8)
+    now[0] = 59.9
+    assert depths.depth(user, TURN_CANDIDATES) == TURN_CANDIDATES  # stale
 
 
 def test_a_pool_holds_skill_files_only() -> None:
@@ -141,3 +164,46 @@ async def test_the_skill_stage_finds_on_its_own_when_the_pool_may_lack_a_skill(
     )  # fmt: skip
     assert found[0][0].name == "dns-validate"
     assert [(f["target_uri"], f["limit"]) for f in recorder.finds()] == [(SKILL_ROOT, SKILL_CANDIDATES)]
+
+
+@pytest.mark.stack
+async def test_a_small_users_shared_find_asks_for_its_size_and_again_in_full_once_it_outgrows_it(
+    client: tuple[OpenVikingClient, RequestRecorder], tenant: Tenant
+) -> None:
+    ov, recorder = client
+    depths = PoolDepths()
+
+    async def recall() -> tuple[list[str], list[str], list[int]]:
+        mark = len(recorder.requests)
+        pool: SkillPool = asyncio.get_running_loop().create_future()
+        outcome = await recall_memories(
+            ov, tenant=tenant, agent_id="main", query="Can you combine these two PDFs into one file?",
+            config=CONFIG, counter=COUNTER, deadline=time.monotonic() + 30, skill_pool=pool,
+            depths=depths,
+        )  # fmt: skip
+        pooled = pool.result() or []
+        limits = [r.body["limit"] for r in recorder.requests[mark:] if r.path == "/api/v1/search/find"]
+        return [i.candidate.uri for i in outcome.items], [h.uri for h in pooled], limits
+
+    first = await recall()
+    assert first[2] == [LIMIT]  # nothing known yet: the full depth
+    second = await recall()
+    # One memory: asked for it and the headroom beside the skills, with the same outcome.
+    assert second[2] == [1 + HEADROOM + SKILL_CANDIDATES]
+    assert second[:2] == first[:2] and first[1][0] == skill_uri("pdf-merge")
+    # The user outgrows the headroom: a full page, the memory side filling its share; recall asks
+    # again in full.
+    added = HEADROOM + SKILL_CANDIDATES
+    notes = {f"{MEM}/notes/pdf-{i}.md": f"PDF tool note {i}: merge with qpdf" for i in range(added)}
+    await seed(ov, tenant, notes)
+    grown = await recall()
+    assert grown[2] == [1 + HEADROOM + SKILL_CANDIDATES, LIMIT]
+    assert any("/notes/pdf-" in uri for uri in grown[0]) and grown[1] == first[1]
+    assert (await recall())[2] == [1 + added + HEADROOM + SKILL_CANDIDATES]
+    # Without the skill space the depth changes nothing: recall asks in full.
+    mark = len(recorder.requests)
+    await recall_memories(
+        ov, tenant=tenant, agent_id="main", query="qpdf", config=CONFIG, counter=COUNTER,
+        deadline=time.monotonic() + 30, depths=depths,
+    )  # fmt: skip
+    assert [f["limit"] for f in recorder.finds()[-1:]] == [TURN_CANDIDATES] and len(recorder.requests) > mark
