@@ -18,7 +18,7 @@ written back:
   leg until the next one;
 - bounded: at most `max_users` users' tables, the least recently searched dropped;
 - its last listing also tells which of the user's sessions the turn index held
-  (`sessions_listed`): the summaries read no state for a stream it never held.
+  (`streams_listed`): the summaries read no state for a stream it never held.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from typing import NamedTuple, Protocol
 
 from services.assembly.lexical import documents
 from services.assembly.ports import Grep
+from shared.domain.stream_state import stream_of_session
 from shared.domain.turn_index import TURN_INDEX_ROOT, is_turn_uri
 from shared.domain.turn_index_folders import FolderLister, turn_index_folders
 from shared.openviking.models.search import GrepResult
@@ -45,7 +46,7 @@ log = logging.getLogger(__name__)
 
 REFRESH_SECONDS = 30.0
 """How stale a user's index may get before a search starts a sync (in the background). While a
-sync runs, a listing older than the summaries trust (`sessions_listed`) is not used. Tried: a
+sync runs, a listing older than the summaries trust (`streams_listed`) is not used. Tried: a
 sync every 20 s of a listing's age, so that an active user's listing is always trusted; no
 measurable gain, and when syncs land moves the hard recall tier's 1k cells by about a point
 run to run either way."""
@@ -103,6 +104,8 @@ class _UserIndex:
     """Monotonic time of the last finished sync (None: never; the table is not searched)."""
     listed_at: float | None = None
     """Monotonic time of the listing `folders` came from (None: none yet)."""
+    streams: frozenset[str] = frozenset()
+    """The streams of the listed sessions (`stream_of_session`)."""
     changed_at: float | None = None
     """When a change to the user's memory was last announced (`forget_listing`): a listing
     older than it is not vouched for."""
@@ -180,16 +183,16 @@ class ExchangeIndex:
                     apart.add(term)
         return frozenset(apart)
 
-    def sessions_listed(self, tenant: Tenant, max_age: float) -> Collection[str] | None:
-        """The sessions the user's turn index held at its last listing, if that listing is at most
-        `max_age` seconds old and nothing changed the user's memory since (`forget_listing`);
-        else None. Costs no request: the listing is the background sync's."""
+    def streams_listed(self, tenant: Tenant, max_age: float) -> Collection[str] | None:
+        """The streams whose sessions the user's turn index held at its last listing, if that
+        listing is at most `max_age` seconds old and nothing changed the user's memory since
+        (`forget_listing`); else None. Costs no request: the listing is the background sync's."""
         user = self._users.get((tenant.account_id, tenant.user_id))
         if user is None or user.listed_at is None or self._clock() - user.listed_at > max_age:
             return None
         if user.changed_at is not None and user.changed_at >= user.listed_at:
             return None
-        return user.folders.keys()
+        return user.streams
 
     def forget_listing(self, tenant: Tenant) -> None:
         """Stop vouching for the user's last listing (a change announced in this process, such as
@@ -256,6 +259,7 @@ class ExchangeIndex:
         for session_id in set(user.folders) - set(listed):
             self._db.execute(f"DELETE FROM {user.table} WHERE session = ?", (session_id,))
         user.folders = {s: (t if _settled(t, now) else "") for s, t in listed.items()}
+        user.streams = frozenset(filter(None, map(stream_of_session, listed)))
         user.synced_at = self._clock()
         user.listed_at = listed_at
 

@@ -31,7 +31,7 @@ from services.assembly.tenant_cache import TenantCache
 from shared.domain.archives import session_uri
 from shared.domain.checkpoints import CheckpointRecord, CheckpointStore
 from shared.domain.identity import RequestIdentity
-from shared.domain.stream_state import StreamStateStore, is_session_of
+from shared.domain.stream_state import StreamStateStore
 from shared.openviking.tenant import Tenant
 from shared.sized_cache import SizedCache
 
@@ -55,10 +55,10 @@ SUMMARY_RECHECK_SECONDS = 600.0
 
 
 class IndexedSessions(Protocol):
-    """The sessions a user's turn index held at a recent listing (`ExchangeIndex`, whose
-    background sync lists them anyway)."""
+    """The streams whose sessions a user's turn index held at a recent listing (`ExchangeIndex`,
+    whose background sync lists them anyway)."""
 
-    def sessions_listed(self, tenant: Tenant, max_age: float) -> Collection[str] | None: ...
+    def streams_listed(self, tenant: Tenant, max_age: float) -> Collection[str] | None: ...
 
 
 class SummarySource(Protocol):
@@ -114,8 +114,8 @@ def never_indexed(indexed: IndexedSessions, identity: RequestIdentity) -> bool:
     then costs no state read: OpenViking serves one request at a time, and that read (~2 ms of its
     CPU) landed on recall's `find` (hard recall tier, 10,000 exchanges: Assemble's first call
     1.46x one `find` with it, 1.40x without; in process 1.36x and 1.27x)."""
-    listed = indexed.sessions_listed(identity.tenant, STREAM_SESSIONS_TTL_SECONDS)
-    return listed is not None and not any(is_session_of(identity.stream_id, s) for s in listed)
+    listed = indexed.streams_listed(identity.tenant, STREAM_SESSIONS_TTL_SECONDS)
+    return listed is not None and identity.stream_id not in listed
 
 
 def compact_summary(identity: RequestIdentity, record: CheckpointRecord) -> packet_pb2.CompactSummary:

@@ -176,9 +176,13 @@ def session_id_for(stream_id: str, generation: int) -> str:
     return f"ce-{stream_id}-g{generation:04d}"
 
 
-def is_session_of(stream_id: str, session_id: str) -> bool:
-    """Whether `session_id` is one of the stream's OpenViking sessions (`session_id_for`)."""
-    return session_id.startswith(f"ce-{stream_id}-g")
+def stream_of_session(session_id: str) -> str | None:
+    """The stream whose OpenViking session `session_id` is (`session_id_for`); None for an id the
+    engine did not make."""
+    if not session_id.startswith("ce-"):
+        return None
+    stream_id, marker, generation = session_id[3:].rpartition("-g")
+    return stream_id if marker and generation.isdigit() else None
 
 
 def initial_state(identity: RequestIdentity) -> StreamState:

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from services.assembly.exchange_index import ExchangeIndex, fts_query
 from services.assembly.lexical import content_terms
 from shared.domain.conversation import text_message
+from shared.domain.stream_state import session_id_for
 from shared.domain.turn_index import IndexedMessage, session_index_uri
 from shared.domain.turn_index_writer import TurnIndexWriter
 from shared.errors import BackendConflict
@@ -127,27 +128,28 @@ async def test_the_least_recently_searched_user_is_dropped(ov: OpenVikingClient)
 
 
 @pytest.mark.stack
-async def test_the_listing_vouches_for_its_sessions_only_while_fresh_and_unchanged(
+async def test_the_listing_vouches_for_its_streams_only_while_fresh_and_unchanged(
     ov: OpenVikingClient,
 ) -> None:
     tenant = Tenant(ACCOUNT, "listing")
-    await TurnIndexWriter(ov, clock=lambda: SAID).add(tenant, "s-a", exchange("Hello", "Hi.", 0))
+    session = session_id_for("stream-a", 3)
+    await TurnIndexWriter(ov, clock=lambda: SAID).add(tenant, session, exchange("Hello", "Hi.", 0))
     now = [100.0]
     index = ExchangeIndex(ov, refresh_seconds=3600, clock=lambda: now[0])
     try:
-        assert index.sessions_listed(tenant, 30) is None  # never listed
+        assert index.streams_listed(tenant, 30) is None  # never listed
         await index.sync(tenant)
-        listed = index.sessions_listed(tenant, 30)
-        assert listed is not None and set(listed) == {"s-a"}
+        listed = index.streams_listed(tenant, 30)
+        assert listed is not None and set(listed) == {"stream-a"}
         now[0] += 31
-        assert index.sessions_listed(tenant, 30) is None  # too old to vouch for
+        assert index.streams_listed(tenant, 30) is None  # too old to vouch for
         await index.sync(tenant)
-        assert index.sessions_listed(tenant, 30) is not None
+        assert index.streams_listed(tenant, 30) is not None
         index.forget_listing(tenant)  # a change announced since the listing
-        assert index.sessions_listed(tenant, 30) is None
+        assert index.streams_listed(tenant, 30) is None
         now[0] += 1
         await index.sync(tenant)
-        assert index.sessions_listed(tenant, 30) is not None
-        assert index.sessions_listed(Tenant(ACCOUNT, "nobody"), 30) is None
+        assert index.streams_listed(tenant, 30) is not None
+        assert index.streams_listed(Tenant(ACCOUNT, "nobody"), 30) is None
     finally:
         await index.aclose()

@@ -11,6 +11,8 @@ import uuid
 import pytest
 from contextengine.v1 import assembly_pb2, capture_pb2, capture_pb2_grpc, common_pb2
 from grpc import aio
+from hypothesis import given
+from hypothesis import strategies as st
 
 from services.assembly import assembly_servicer
 from services.assembly.summaries import (
@@ -24,7 +26,7 @@ from shared.domain.checkpoints import CheckpointStore
 from shared.domain.documents import DocumentStore
 from shared.domain.identity import request_identity
 from shared.domain.memory_changes import MemoryChanges
-from shared.domain.stream_state import StreamStateStore
+from shared.domain.stream_state import StreamStateStore, session_id_for, stream_of_session
 from shared.domain.turn_index_folders import turn_index_folders
 from shared.openviking import DevAuth, OpenVikingClient, Tenant
 from shared.openviking.http import HttpRequest, HttpResponse, Send
@@ -80,6 +82,15 @@ async def _captured_stream(base_url: str, who: common_pb2.Identity) -> None:
             )
     finally:
         await host.stop()
+
+
+@given(
+    stream=st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-_g", min_size=1, max_size=40),
+    generation=st.integers(min_value=0, max_value=10**6),
+)
+def test_a_session_id_names_its_stream_whatever_the_stream_id_holds(stream: str, generation: int) -> None:
+    assert stream_of_session(session_id_for(stream, generation)) == stream
+    assert stream_of_session(stream) is None or stream.startswith("ce-")
 
 
 @pytest.mark.stack
