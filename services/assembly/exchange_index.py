@@ -45,11 +45,14 @@ from shared.openviking.tenant import Tenant
 log = logging.getLogger(__name__)
 
 REFRESH_SECONDS = 30.0
-"""How stale a user's index may get before a search starts a sync (in the background). While a
-sync runs, a listing older than the summaries trust (`streams_listed`) is not used. Tried: a
-sync every 20 s of a listing's age, so that an active user's listing is always trusted; no
-measurable gain, and when syncs land moves the hard recall tier's 1k cells by about a point
-run to run either way."""
+"""How old a user's listing may get before a search starts a sync (in the background). Counted
+from the listing, not from the end of the sync: the summaries trust a listing for 30 s
+(`streams_listed`), and a user's first sync (10,000 exchanges: ~6 s of greps after its
+listing) would otherwise leave the listing untrusted for that long each time it is done.
+While a sync runs, a listing older than the summaries trust is not used. Tried: a sync every
+20 s of a listing's age, so that an active user's listing is always trusted; no measurable
+gain, and when syncs land moves the hard recall tier's 1k cells by about a point run to run
+either way."""
 SETTLE_SECONDS = 10.0
 """A folder changed this recently is grepped again at the next sync: a document written in the
 same second as the grep would otherwise keep the folder's modification time unchanged."""
@@ -237,7 +240,7 @@ class ExchangeIndex:
     def _maybe_sync(self, tenant: Tenant, user: _UserIndex) -> None:
         if user.syncing is not None and not user.syncing.done():
             return
-        if user.synced_at is not None and self._clock() - user.synced_at < self._refresh:
+        if user.listed_at is not None and self._clock() - user.listed_at < self._refresh:
             return
         user.syncing = asyncio.ensure_future(self._sync(tenant, user))
         user.syncing.add_done_callback(_log_failure)

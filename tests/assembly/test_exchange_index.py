@@ -23,6 +23,7 @@ from shared.domain.turn_index import IndexedMessage, session_index_uri
 from shared.domain.turn_index_writer import TurnIndexWriter
 from shared.errors import BackendConflict
 from shared.openviking import DevAuth, OpenVikingClient, Tenant
+from shared.openviking.http import HttpRequest, HttpResponse, Send
 from tests.support.stack import OpenVikingEndpoint
 
 RUN = uuid.uuid4().hex[:8]
@@ -153,3 +154,37 @@ async def test_the_listing_vouches_for_its_streams_only_while_fresh_and_unchange
         assert index.streams_listed(Tenant(ACCOUNT, "nobody"), 30) is None
     finally:
         await index.aclose()
+
+
+@pytest.mark.stack
+async def test_the_next_sync_starts_when_the_listing_is_old_however_long_the_last_one_took(
+    openviking: OpenVikingEndpoint,
+) -> None:
+    now = [100.0]
+    listed = asyncio.Event()
+
+    async def slow_greps(request: HttpRequest, send: Send) -> HttpResponse:
+        if request.path.endswith("/search/grep"):
+            now[0] += 20  # each folder's grep takes 20 s of the index's clock
+        response = await send(request)
+        if request.path.endswith("/fs/ls"):
+            listed.set()
+        return response
+
+    async with OpenVikingClient(openviking.base_url, DevAuth(), middlewares=[slow_greps]) as ov:
+        tenant = Tenant(ACCOUNT, f"slow-{uuid.uuid4().hex[:6]}")
+        session = session_id_for("stream-b", 0)
+        await TurnIndexWriter(ov, clock=lambda: SAID).add(tenant, session, exchange("Hello", "Hi.", 0))
+        index = ExchangeIndex(ov, refresh_seconds=30, clock=lambda: now[0])
+        try:
+            await index.sync(tenant)  # listed at 100, done at 120
+            now[0] = 131  # the listing is 31 s old, the sync ended 11 s ago
+            assert index.streams_listed(tenant, 30) is None
+            listed.clear()
+            assert index.search(tenant, ["hello"], 5) is not None
+            async with asyncio.timeout(30):
+                await listed.wait()  # the search started the next sync
+            await index.sync(tenant)  # (waits for the running one)
+            assert set(index.streams_listed(tenant, 30) or ()) == {"stream-b"}
+        finally:
+            await index.aclose()

@@ -9,9 +9,10 @@ captured exchanges has; only the capture path is skipped.
 
 The `find` is the one recall makes: the question, over the user's memories, the same candidate
 limit, no score threshold. Each question is asked in a new session twice: the first call (the
-replica reads the new stream's state beside the `find`) and the next call of the same session
-(as a host calls on: OpenClaw assembles twice before its first model request; the stream's
-state is then known). All are timed one at a time (1 caller), interleaved, once the
+replica reads the new stream's state beside the `find` unless its exchange index's listing, at
+most 30 s old, vouches that the stream has none) and the next call of the same session (as a
+host calls on: OpenClaw assembles twice before its first model request; the stream's state is
+then known). All are timed one at a time (1 caller), interleaved, once the
 assembly replica has indexed the user's exchanges (`INDEX_SYNC_WAIT_S_PER_EXCHANGE` after the first question:
 its first sync greps every session folder, and while it runs OpenViking answers every `find`
 about twice as slowly, the timed one as well as Assemble's).
