@@ -16,14 +16,17 @@ the depth changes nothing (a page never holds more than the user has), so it is 
 What it can cost: while a learned depth is used, a memory document that ranks below the page's
 last hit (skills outrank it) is left out of the semantic pool, where at the full depth it would
 have been its low-scoring end. When the memory side fills its whole share, the user has grown
-past the headroom: recall asks again at the full depth.
+past the headroom: recall asks again at the full depth (`memory_find`, recall's `find`).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import NamedTuple
 
+from services.assembly.ports import MemorySearch
+from services.assembly.skill_pool import SkillPool, pool_find
 from shared.openviking.models.search import FindResult
 from shared.openviking.tenant import Tenant
 from shared.sized_cache import SizedCache
@@ -55,10 +58,48 @@ class PoolDepths:
 
     def learn(self, tenant: Tenant, found: FindResult, limit: int) -> None:
         """Remember the memory root's size from a page of `limit` that came back not full."""
-        hits = len(found.memories) + len(found.resources) + len(found.skills)
-        if hits < limit:
+        if found.hit_count < limit:
             self._counts.put(tenant, (len(found.memories), self._clock()))
 
     def forget(self, tenant: Tenant) -> None:
         """A change to the user's memory was announced: ask at the full depth until relearned."""
         self._counts.pop(tenant)
+
+
+class MemoryRoot(NamedTuple):
+    uri: str
+    full_depth: int
+    """The most memory hits recall asks for."""
+
+
+class Page(NamedTuple):
+    found: FindResult
+    limit: int
+
+
+async def memory_find(
+    client: MemorySearch,
+    tenant: Tenant,
+    query: str,
+    root: MemoryRoot,
+    *,
+    skill_pool: SkillPool | None,
+    depths: PoolDepths | None,
+    deadline: float,
+) -> Page:
+    """Recall's `find` over the user's memory root (and the skill space when `skill_pool` waits),
+    as deep into the memories as the user's learned size needs; asked again at the full depth when
+    the page came back full with the memory side filling its whole share (the user has grown past
+    the headroom)."""
+    full = root.full_depth
+    depth = depths.depth(tenant, full) if depths is not None and skill_pool is not None else full
+    while True:
+        target, limit = pool_find(root.uri, depth, skill_pool)
+        found = await client.find(
+            tenant, query, target_uri=target, limit=limit, score_threshold=0.0, deadline=deadline
+        )
+        if depths is not None:
+            depths.learn(tenant, found, limit)
+        if depth >= full or found.hit_count < limit or len(found.memories) < depth:
+            return Page(found, limit)
+        depth = full

@@ -52,11 +52,11 @@ from services.assembly.fusion import reciprocal_rank_fusion
 from services.assembly.injection import MemoryForInjection
 from services.assembly.known_names import without_unrelated_names
 from services.assembly.memory_rules import rank_candidates, select_candidates, truncate_content
-from services.assembly.pool_depth import PoolDepths
+from services.assembly.pool_depth import MemoryRoot, PoolDepths, memory_find
 from services.assembly.ports import MemorySearch
 from services.assembly.recall_json import item_piece
 from services.assembly.send_order import requests_out
-from services.assembly.skill_pool import SkillPool, hand_over, pool_find, pool_skills
+from services.assembly.skill_pool import SkillPool, hand_over, pool_skills
 from shared.config import Settings
 from shared.domain.turn_index import TURN_INDEX_ROOT, document_date, said_from_tags, undated
 from shared.errors import BackendNotFound, BackendTimeout, ContextEngineError
@@ -301,39 +301,6 @@ async def _leg(what: str, call: Awaitable[T], deadline: float, outcome: RecallOu
         return None
 
 
-class _Page(NamedTuple):
-    found: FindResult
-    limit: int
-
-
-async def _semantic_find(
-    client: MemorySearch,
-    tenant: Tenant,
-    query: str,
-    *,
-    skill_pool: SkillPool | None,
-    depths: PoolDepths | None,
-    deadline: float,
-) -> _Page:
-    """Recall's `find` over the user's memories (and the skill space when `skill_pool` waits),
-    as deep into the memories as the user's learned size needs (`pool_depth`); asked again at the
-    full depth when the page came back full with the memory side filling its whole share (the
-    user has grown past the headroom)."""
-    full = TURN_CANDIDATES
-    depth = depths.depth(tenant, full) if depths is not None and skill_pool is not None else full
-    while True:
-        target, limit = pool_find(USER_MEMORIES_URI, depth, skill_pool)
-        found = await client.find(
-            tenant, query, target_uri=target, limit=limit, score_threshold=0.0, deadline=deadline
-        )
-        if depths is not None:
-            depths.learn(tenant, found, limit)
-        full_page = len(found.memories) + len(found.resources) + len(found.skills) >= limit
-        if depth >= full or not full_page or len(found.memories) < depth:
-            return _Page(found, limit)
-        depth = full
-
-
 async def recall_memories(
     client: MemorySearch,
     *,
@@ -361,9 +328,10 @@ async def recall_memories(
             hand_over(skill_pool, None)
             skill_pool = None
         terms = lexical.content_terms(refined.text)
-        semantic_call = _semantic_find(
-            client, tenant, refined.text, skill_pool=skill_pool, depths=depths, deadline=deadline
-        )
+        semantic_call = memory_find(
+            client, tenant, refined.text, MemoryRoot(USER_MEMORIES_URI, TURN_CANDIDATES),
+            skill_pool=skill_pool, depths=depths, deadline=deadline,
+        )  # fmt: skip
         lexical_call = client.grep(
             tenant, TURN_INDEX_ROOT, lexical.grep_pattern(terms), case_insensitive=True,
             node_limit=lexical.MATCH_LIMIT, before_context=lexical.CONTEXT_LINES,

@@ -51,7 +51,9 @@ def pool_skills(found: FindResult, limit: int) -> list[SearchHit] | None:
     skills = [hit for hit in found.skills if hit.level == 2][:SKILL_CANDIDATES]
     hits: Sequence[SearchHit] = [*found.memories, *found.resources, *found.skills]
     complete = (
-        len(hits) < limit or len(skills) >= SKILL_CANDIDATES or min(hit.score for hit in hits) < SKILL_FLOOR
+        found.hit_count < limit
+        or len(skills) >= SKILL_CANDIDATES
+        or min(hit.score for hit in hits) < SKILL_FLOOR
     )
     return skills if complete else None
 

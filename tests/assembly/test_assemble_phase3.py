@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 from contextengine.v1 import assembly_pb2, common_pb2, packet_pb2
 
+from services.assembly.pool_depth import HEADROOM
 from services.assembly.recall import TURN_CANDIDATES
 from services.assembly.skill_selection import SKILL_CANDIDATES
 from services.capture.skill_registry import register_skills
@@ -93,13 +94,17 @@ async def test_a_task_embeds_its_prompt_once_for_its_memories_and_its_skills(
         finds_of_task = recorder.finds()
         recorder.requests.clear()
         question = await stub.Assemble(request(tenant, "When did we last talk about DNS?"), timeout=60)
+        finds_of_question = recorder.finds()
+        held = await client.find(tenant, "dns", target_uri="viking://~/memories", limit=TURN_CANDIDATES)
     assert [s.name for s in task.packet.skills][:1] == ["dns-validate"]
+    # One find over both roots, as deep into the memories as the first call saw the user hold.
+    depth = min(TURN_CANDIDATES, len(held.memories) + HEADROOM)
     assert [(f["target_uri"], f["limit"]) for f in finds_of_task] == [
-        (["viking://~/memories", SKILL_ROOT], TURN_CANDIDATES + SKILL_CANDIDATES)
+        (["viking://~/memories", SKILL_ROOT], depth + SKILL_CANDIDATES)
     ]
     # A question about the past asks for no skills: recall's find alone, as before.
     assert not question.packet.skills
-    assert [(f["target_uri"], f["limit"]) for f in recorder.finds()] == [
+    assert [(f["target_uri"], f["limit"]) for f in finds_of_question] == [
         ("viking://~/memories", TURN_CANDIDATES)
     ]
 

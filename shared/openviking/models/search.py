@@ -28,6 +28,11 @@ class FindResult(ResultModel):
     skills: list[SearchHit] = Field(default_factory=list)
     total: int = 0
 
+    @property
+    def hit_count(self) -> int:
+        """Hits on this page, of every context type (what `limit` bounds)."""
+        return len(self.memories) + len(self.resources) + len(self.skills)
+
 
 class GrepContextLine(ResultModel):
     line: int = 0
