@@ -15,6 +15,12 @@ time (so that probing does not add much load to what it measures), until the exc
 is among the hits (`PROBE_GIVE_UP_SECONDS` at most: then it is counted as not found). The lag
 includes capture's batch window (`turnIndexCoalesceMs`) by design: recall of the session the
 host is in reads its transcript, not the index.
+
+An exchange not found by then is looked for once more `RECHECK_AFTER_SECONDS` after its turn was
+answered: a turn-index write that failed leaves its range unconfirmed in the stream's state, and
+capture writes it again once it is `turnIndexRecoverAfterMs` old (60 s) when the stream is next
+called or, quiet, swept (`services/capture/outbox_sweep.py`). Reported: how many of the lost
+were found then, and how many were still not written.
 """
 
 from __future__ import annotations
@@ -49,9 +55,23 @@ PROBE_MAX_SECONDS = 2.0
 PROBE_GIVE_UP_SECONDS = 60.0
 PROBE_LIMIT = 50
 """Hits per probe: a session's folder holds at most a few dozen exchanges here."""
+RECHECK_AFTER_SECONDS = 150.0
+"""When a lost exchange is looked for again: past the recovery age (60 s), the quiet-stream
+sweep's wait (35 s) and its period (10 s), with room for the write and its embedding."""
 AFTER_BURST_PAUSE_SECONDS = 0.5
 """The host's pause between two turns after the burst."""
 AFTER_BURST_SESSIONS = 3
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A sampled turn: its user, what to find, its document, when AfterTurn answered."""
+
+    user: str
+    query: str
+    uri: str
+    answered: float
+    turn: int
 
 
 @dataclass
@@ -65,6 +85,11 @@ class LagPart:
     errors: int = 0
     """Turns whose RPC failed (not probed)."""
     probes: list[asyncio.Task[None]] = field(default_factory=list)
+    lost_probes: list[Probe] = field(default_factory=list)
+    recovered: int = 0
+    """Of `lost`: findable when looked for again after the recovery window."""
+    unwritten_after_recovery: int = 0
+    """Of `lost`: still no document at the exchange's URI then."""
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -72,6 +97,8 @@ class LagPart:
             "rpc_errors": self.errors,
             "not_found": self.lost,
             "not_written": self.unwritten,
+            "found_after_recovery": self.recovered,
+            "not_written_after_recovery": self.unwritten_after_recovery,
             "p50_s": rounded(percentile(self.lags, 50)) if self.lags else None,
             "p95_s": rounded(percentile(self.lags, 95)) if self.lags else None,
             "p99_s": rounded(percentile(self.lags, 99)) if self.lags else None,
@@ -88,36 +115,43 @@ class LagPart:
         )
 
 
-@dataclass(frozen=True)
-class Probe:
-    """A sampled turn: its user, what to find, its document, when AfterTurn answered."""
+async def _findable(http: httpx.AsyncClient, probe: Probe) -> bool:
+    """Whether a find of the turn's text in its session's index folder has its document."""
+    folder = session_index_uri(probe.uri.rsplit("/", 2)[-2])
+    wanted = probe.uri.split("/memories/", 1)[1]
+    body = {"query": probe.query, "target_uri": folder, "limit": PROBE_LIMIT, "score_threshold": 0.0}
+    found = await ov_call(http, "POST", "/api/v1/search/find", probe.user, json=body)
+    hits = ((found or {}).get("result") or {}).get("memories") or []
+    return any(str(hit.get("uri", "")).endswith(wanted) for hit in hits)
 
-    user: str
-    query: str
-    uri: str
-    answered: float
-    turn: int
+
+async def _written(http: httpx.AsyncClient, probe: Probe) -> bool:
+    stat = await ov_call(http, "GET", "/api/v1/fs/stat", probe.user, params={"uri": probe.uri})
+    return bool((stat or {}).get("result"))
 
 
 async def _probe(http: httpx.AsyncClient, probe: Probe, part: LagPart) -> None:
     """Find the turn's text in its session's index folder until its document is a hit."""
-    folder = session_index_uri(probe.uri.rsplit("/", 2)[-2])
-    wanted = probe.uri.split("/memories/", 1)[1]
-    body = {"query": probe.query, "target_uri": folder, "limit": PROBE_LIMIT, "score_threshold": 0.0}
     pause = PROBE_SECONDS
     while time.monotonic() - probe.answered < PROBE_GIVE_UP_SECONDS:
-        found = await ov_call(http, "POST", "/api/v1/search/find", probe.user, json=body)
-        hits = ((found or {}).get("result") or {}).get("memories") or []
-        if any(str(hit.get("uri", "")).endswith(wanted) for hit in hits):
+        if await _findable(http, probe):
             part.lags.append(time.monotonic() - probe.answered)
             part.by_turn[probe.turn] = part.lags[-1]
             return
         await asyncio.sleep(pause)
         pause = min(PROBE_MAX_SECONDS, pause * 1.5)
     part.lost += 1
-    stat = await ov_call(http, "GET", "/api/v1/fs/stat", probe.user, params={"uri": probe.uri})
-    if not (stat or {}).get("result"):
+    part.lost_probes.append(probe)
+    if not await _written(http, probe):
         part.unwritten += 1
+
+
+async def _recheck(http: httpx.AsyncClient, part: LagPart) -> None:
+    """Look for each lost exchange once more, `RECHECK_AFTER_SECONDS` after its turn's answer."""
+    for probe in sorted(part.lost_probes, key=lambda p: p.answered):
+        await asyncio.sleep(max(0.0, probe.answered + RECHECK_AFTER_SECONDS - time.monotonic()))
+        part.recovered += await _findable(http, probe)
+        part.unwritten_after_recovery += not await _written(http, probe)
 
 
 async def _replay(
@@ -183,6 +217,7 @@ async def phase_index_lag(
             pause=AFTER_BURST_PAUSE_SECONDS, sample=1,
         )  # fmt: skip
     await asyncio.gather(*burst.probes, *after.probes)
+    await asyncio.gather(_recheck(http, burst), _recheck(http, after))
     return {
         "burst_callers": args.lag_burst,
         "burst_turns": turns,

@@ -293,9 +293,10 @@ def lag_table(report: dict[str, Any]) -> list[str]:
     lines = [
         "",
         f"| turn-index lag (AfterTurn answered → findable by `find`), batch window "
-        f"{lag['coalesce_ms']} ms | turns sampled | not found in 60 s (of which not written) | RPC errors "
+        f"{lag['coalesce_ms']} ms | turns sampled | not found in 60 s (of which not written) "
+        "| of those, found / not written 150 s after their turn | RPC errors "
         "| p50 s | p95 s | p99 s | max s | p50 s of the last third |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     burst = (
         f"burst: {lag['burst_turns']} turns at {lag['burst_callers']} callers ({fmt(lag['burst_wall_s'])} s)"
@@ -309,6 +310,7 @@ def lag_table(report: dict[str, Any]) -> list[str]:
     ):
         lines.append(
             f"| {label} | {part['sampled']} | {part['not_found']} ({part['not_written']}) "
+            f"| {part.get('found_after_recovery', '—')} / {part.get('not_written_after_recovery', '—')} "
             f"| {part['rpc_errors']} "
             f"| {fmt(part['p50_s'])} | {fmt(part['p95_s'])} | {fmt(part['p99_s'])} | {fmt(part['max_s'])} "
             f"| {fmt(part.get('last_p50_s'))} |"
