@@ -24,15 +24,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import statistics
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from contextengine.v1 import assembly_pb2, common_pb2
+from contextengine.v1 import assembly_pb2, assembly_pb2_grpc, common_pb2
+from grpc import aio
 
 from services.assembly.recall_query import recall_query
 from services.capture.skill_registry import register_skills
@@ -45,11 +45,20 @@ from shared.openviking import DevAuth, OpenVikingClient, Tenant
 from shared.tokens import TokenCounter
 from tests.assembly.conftest import assembly_stub
 from tests.bench import phase3_data as data
+from tests.bench.engine import start_engine, stop_engine
+from tests.bench.phase3_latency import Timed, assemble_latency, latency_markdown
 from tests.support.call_log import CallLog
 
 RECALL_BUDGET = 1000
 TOKEN_BUDGET = 16_000
 SETTINGS = Settings(shutdown_grace_seconds=0.1, recall_timeout_ms=30_000, recall_token_budget=RECALL_BUDGET)
+ENGINE_ENV = {
+    "CONTEXT_ENGINE_RECALL_TIMEOUT_MS": str(SETTINGS.recall_timeout_ms),
+    "CONTEXT_ENGINE_RECALL_TOKEN_BUDGET": str(RECALL_BUDGET),
+}
+"""The deployed replica's settings: the in-process one's (`SETTINGS`)."""
+DEPLOYED, IN_PROCESS = "deployed", "in_process"
+REPLICA_LABELS = {DEPLOYED: "own process (as deployed)", IN_PROCESS: "in the bench's process"}
 Row = dict[str, Any]
 
 
@@ -107,8 +116,10 @@ def _seen(reply: assembly_pb2.AssembleResponse) -> str:
 
 
 async def bench_skills(
-    client: OpenVikingClient, stub: Any, args: argparse.Namespace, counter: TokenCounter
+    client: OpenVikingClient, stubs: Mapping[str, Any], args: argparse.Namespace, counter: TokenCounter
 ) -> Row:
+    """Quality through the in-process replica; latency through both (`phase3_latency`)."""
+    stub = stubs[IN_PROCESS]
     tenant = Tenant(f"p3-skills-{uuid.uuid4().hex[:6]}", "user-1")
     generated = data.skills(args.skills)
     started = time.monotonic()
@@ -134,21 +145,6 @@ async def bench_skills(
             inside, tokens = _baseline_bodies(found.skills[:k], counter)
             tally[0] += task.skill in inside
             tally[1] += tokens
-    # Latency once the replica's caches are warm (as in steady traffic), interleaved with one find.
-    # A question about the past is the same Assemble without the skill find (the intent's choice).
-    latencies, questions, finds = [], [], []
-    for index, task in enumerate(tasks):
-        t0 = time.perf_counter()
-        await stub.Assemble(_request(tenant, task.prompt, [], session=f"l{index}"), timeout=60)
-        latencies.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        await stub.Assemble(
-            _request(tenant, f"Did I mention: {task.prompt}", [], session=f"q{index}"), timeout=60
-        )
-        questions.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        await client.find(tenant, task.prompt, limit=10)
-        finds.append(time.perf_counter() - t0)
     chats = data.CHIT_CHAT[: args.chats]
     engine_quiet = baseline_quiet = 0
     for index, prompt in enumerate(chats):
@@ -177,10 +173,17 @@ async def bench_skills(
             }
             for k, (hits, tokens) in baseline.items()
         },
-        "assemble_p50_ms": statistics.median(latencies) * 1000,
-        "assemble_no_skills_p50_ms": statistics.median(questions) * 1000,
-        "find_p50_ms": statistics.median(finds) * 1000,
+        "latency": await assemble_latency(
+            client, tenant, tasks, {name: _assembler(stub, tenant) for name, stub in stubs.items()}
+        ),
     }
+
+
+def _assembler(stub: Any, tenant: Tenant) -> Timed:
+    def assemble(prompt: str, session: str) -> Awaitable[Any]:
+        return stub.Assemble(_request(tenant, prompt, [], session=session), timeout=60)  # type: ignore[no-any-return]
+
+    return assemble
 
 
 def _baseline_bodies(hits: Sequence[Any], counter: TokenCounter) -> tuple[list[str], int]:
@@ -293,15 +296,21 @@ async def bench_intent(client: OpenVikingClient, log: CallLog, stub: Any, args: 
 async def run(args: argparse.Namespace, openviking_url: str) -> Row:
     log = CallLog()
     counter = TokenCounter.for_model("", "cl100k_base")
-    async with (
-        OpenVikingClient(openviking_url, DevAuth(), middlewares=[log]) as client,
-        assembly_stub(SETTINGS, client, as_deployed=True) as stub,
-    ):
-        return {
-            "skills": await bench_skills(client, stub, args, counter),
-            "tools": await bench_tools(client, stub, args),
-            "intent": await bench_intent(client, log, stub, args),
-        }
+    procs = start_engine(openviking_url, args.out, ENGINE_ENV, services=("assembly",))
+    try:
+        async with (
+            OpenVikingClient(openviking_url, DevAuth(), middlewares=[log]) as client,
+            assembly_stub(SETTINGS, client, as_deployed=True) as stub,
+            aio.insecure_channel(procs["assembly"].address) as channel,
+        ):
+            stubs = {DEPLOYED: assembly_pb2_grpc.AssemblyServiceStub(channel), IN_PROCESS: stub}
+            return {
+                "skills": await bench_skills(client, stubs, args, counter),
+                "tools": await bench_tools(client, stub, args),
+                "intent": await bench_intent(client, log, stub, args),
+            }
+    finally:
+        stop_engine(procs)
 
 
 def markdown(report: Row) -> str:
@@ -321,11 +330,9 @@ def markdown(report: Row) -> str:
         )
     lines += [
         "",
-        f"Skills shown per task: {s['engine']['skills_shown_mean']:.1f}. Assemble p50 with every source on "
-        f"{s['assemble_p50_ms']:.0f} ms, one find {s['find_p50_ms']:.0f} ms "
-        f"({s['assemble_p50_ms'] / s['find_p50_ms']:.2f}x); a question (no skill find) "
-        f"{s['assemble_no_skills_p50_ms']:.0f} ms "
-        f"({s['assemble_no_skills_p50_ms'] / s['find_p50_ms']:.2f}x).",
+        f"Skills shown per task: {s['engine']['skills_shown_mean']:.1f}.",
+        "",
+        *latency_markdown(s["latency"], REPLICA_LABELS),
         "",
         f"## Tools ({t['cases']} cases)",
         "",
