@@ -108,7 +108,8 @@ class _UserIndex:
     listed_at: float | None = None
     """Monotonic time of the listing `folders` came from (None: none yet)."""
     streams: frozenset[str] = frozenset()
-    """The streams of the listed sessions (`stream_of_session`)."""
+    """The streams of the listed sessions (`stream_of_session`), derived once per listing: every
+    opening Assemble looks its stream up here."""
     changed_at: float | None = None
     """When a change to the user's memory was last announced (`forget_listing`): a listing
     older than it is not vouched for."""

@@ -66,12 +66,6 @@ class PoolDepths:
         self._counts.pop(tenant)
 
 
-class MemoryRoot(NamedTuple):
-    uri: str
-    full_depth: int
-    """The most memory hits recall asks for."""
-
-
 class Page(NamedTuple):
     found: FindResult
     limit: int
@@ -81,20 +75,21 @@ async def memory_find(
     client: MemorySearch,
     tenant: Tenant,
     query: str,
-    root: MemoryRoot,
     *,
+    root: str,
+    full_depth: int,
     skill_pool: SkillPool | None,
     depths: PoolDepths | None,
     deadline: float,
 ) -> Page:
-    """Recall's `find` over the user's memory root (and the skill space when `skill_pool` waits),
-    as deep into the memories as the user's learned size needs; asked again at the full depth when
-    the page came back full with the memory side filling its whole share (the user has grown past
-    the headroom)."""
-    full = root.full_depth
+    """Recall's `find` over the user's memory `root` (and the skill space when `skill_pool` waits),
+    as deep into the memories as the user's learned size needs, at most `full_depth`; asked again
+    at the full depth when the page came back full with the memory side filling its whole share
+    (the user has grown past the headroom)."""
+    full = full_depth
     depth = depths.depth(tenant, full) if depths is not None and skill_pool is not None else full
     while True:
-        target, limit = pool_find(root.uri, depth, skill_pool)
+        target, limit = pool_find(root, depth, skill_pool)
         found = await client.find(
             tenant, query, target_uri=target, limit=limit, score_threshold=0.0, deadline=deadline
         )

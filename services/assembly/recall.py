@@ -52,7 +52,7 @@ from services.assembly.fusion import reciprocal_rank_fusion
 from services.assembly.injection import MemoryForInjection
 from services.assembly.known_names import without_unrelated_names
 from services.assembly.memory_rules import rank_candidates, select_candidates, truncate_content
-from services.assembly.pool_depth import MemoryRoot, PoolDepths, memory_find
+from services.assembly.pool_depth import PoolDepths, memory_find
 from services.assembly.ports import MemorySearch
 from services.assembly.recall_json import item_piece
 from services.assembly.send_order import requests_out
@@ -329,7 +329,7 @@ async def recall_memories(
             skill_pool = None
         terms = lexical.content_terms(refined.text)
         semantic_call = memory_find(
-            client, tenant, refined.text, MemoryRoot(USER_MEMORIES_URI, TURN_CANDIDATES),
+            client, tenant, refined.text, root=USER_MEMORIES_URI, full_depth=TURN_CANDIDATES,
             skill_pool=skill_pool, depths=depths, deadline=deadline,
         )  # fmt: skip
         lexical_call = client.grep(
