@@ -3,8 +3,8 @@
 The skill space's (`viking://agent/skills`) best matches, as recall's `find` brings them along
 (`services.assembly.skill_pool`: one query embedding per Assemble) or, when that pool may lack
 one, from a `find` of their own; their SKILL.md texts from the replica's `SkillCatalogue` (read
-once per `SKILL_TTL_SECONDS`: `read_content` on the find cost ~60 ms more per Assemble in the
-Phase-3 bench), then:
+once per `SKILL_TTL_SECONDS`, then shown while read again in the background: a read after the
+`find` doubles a task's Assemble, `SKILL_STALE_SECONDS`), then:
 
 - a candidate is kept when its similarity clears `MIN_SKILL_SCORE` and lies within
   `SCORE_MARGIN` of the best one (a prompt rarely needs more than one or two skills; a weak,
@@ -18,6 +18,8 @@ Phase-3 bench), then:
 from __future__ import annotations
 
 import asyncio
+import logging
+import math
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -33,6 +35,8 @@ from shared.openviking.tenant import Tenant
 from shared.sized_cache import SizedCache
 from shared.tokens import TokenCounter
 
+log = logging.getLogger(__name__)
+
 SKILL_CANDIDATES = 8
 MIN_SKILL_SCORE = 0.58
 """Below this no skill fits (measured: generated tasks' best hit >= 0.59, small talk's 0.50-0.65,
@@ -45,8 +49,18 @@ one line each is cheap, so the five nearest go in and the model picks."""
 SIMILAR_INPUT_OVERLAP = 0.5
 """Share of the prompt's content words a past input must hold to count as "this kind of input"."""
 SKILL_TTL_SECONDS = 60.0
-"""How long a replica reuses a SKILL.md it read; a registration in the same process drops the
-account's at once."""
+"""How long a replica takes a SKILL.md it read as current; a registration in the same process
+drops the account's at once."""
+SKILL_STALE_SECONDS = 3600.0
+"""How long past `SKILL_TTL_SECONDS` a replica still shows the SKILL.md it has while it reads the
+file again in the background (stale-while-revalidate); older, the read comes first. The read
+can only start once the `find` named the skill, so a read first doubles the Assemble: measured
+on the Phase-3 bench's account (200 skills), a task's Assemble took 21.7 ms with every SKILL.md
+read after the `find` (a host asking less than once a minute) against 9.5 ms with them known
+(one `find` 6.5-7.5 ms). A skill registered anew through another replica shows its new text one
+Assemble later than it would with a read first."""
+REFRESH_SECONDS = 10.0
+"""Longest a background read of a SKILL.md may take."""
 CATALOGUE_ACCOUNTS = 1000
 SKILLS_HEADER = "[Skills] Registered skills that fit this request (read a skill's URI for its full text):"
 
@@ -151,14 +165,24 @@ def render_skills(
 
 
 class SkillCatalogue:
-    """Parsed SKILL.md texts by URI, per account (the skill space is account-wide)."""
+    """Parsed SKILL.md texts by URI, per account (the skill space is account-wide): read when
+    first asked for or older than `SKILL_TTL_SECONDS` + `SKILL_STALE_SECONDS`, read again in the
+    background when older than `SKILL_TTL_SECONDS` (one read per file at a time)."""
 
-    def __init__(self, ttl: float = SKILL_TTL_SECONDS, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        ttl: float = SKILL_TTL_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        stale: float = SKILL_STALE_SECONDS,
+    ) -> None:
         self._ttl = ttl
+        self._stale = stale
         self._clock = clock
         self._accounts: SizedCache[str, dict[str, tuple[float, Skill | None]]] = SizedCache(
             CATALOGUE_ACCOUNTS
         )
+        self._refreshing: dict[tuple[str, str], asyncio.Task[None]] = {}
 
     def invalidate(self, tenant: Tenant) -> None:
         self._accounts.pop(tenant.account_id)
@@ -171,11 +195,41 @@ class SkillCatalogue:
         if known is None:
             known = {}
             self._accounts.put(tenant.account_id, known)
-        missing = [u for u in uris if u not in known or now - known[u][0] >= self._ttl]
+        ages = {u: now - known[u][0] for u in uris if u in known}
+        missing = [u for u in uris if ages.get(u, math.inf) >= self._ttl + self._stale]
+        for uri in uris:
+            if self._ttl <= ages.get(uri, math.inf) < self._ttl + self._stale:
+                self._refresh(client, tenant, uri, known)
         texts = await asyncio.gather(*(_read_or_empty(client, tenant, u, deadline) for u in missing))
         for uri, text in zip(missing, texts, strict=True):
             known[uri] = (now, parse_skill_md(text))
         return {u: skill for u in uris if (skill := known[u][1]) is not None}
+
+    def _refresh(
+        self, client: MemorySearch, tenant: Tenant, uri: str, known: dict[str, tuple[float, Skill | None]]
+    ) -> None:
+        """Read `uri` again in a task of its own; a failed read leaves the text shown as it was."""
+        key = (tenant.account_id, uri)
+        if key in self._refreshing:
+            return
+
+        async def read() -> None:
+            try:
+                text = await _read_or_empty(client, tenant, uri, time.monotonic() + REFRESH_SECONDS)
+                known[uri] = (self._clock(), parse_skill_md(text))
+            except Exception as exc:  # the stale text stays; the next Assemble tries again
+                log.info("skill %s not read again: %s: %s", uri, type(exc).__name__, exc)
+            finally:
+                del self._refreshing[key]
+
+        self._refreshing[key] = asyncio.create_task(read(), name=f"skill-refresh {uri}")
+
+    async def aclose(self) -> None:
+        """Stop the background reads still running (at shutdown, before the client closes)."""
+        tasks = list(self._refreshing.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def _read_or_empty(client: MemorySearch, tenant: Tenant, uri: str, deadline: float) -> str:
