@@ -46,7 +46,14 @@ from shared.tokens import TokenCounter
 from tests.assembly.conftest import assembly_stub
 from tests.bench import phase3_data as data
 from tests.bench.engine import start_engine, stop_engine
-from tests.bench.phase3_latency import Timed, assemble_latency, latency_markdown
+from tests.bench.phase3_latency import (
+    PACE_SECONDS,
+    Timed,
+    assemble_latency,
+    latency_markdown,
+    paced_latency,
+    paced_markdown,
+)
 from tests.support.call_log import CallLog
 
 RECALL_BUDGET = 1000
@@ -132,6 +139,7 @@ async def bench_skills(
     )
     register_seconds = time.monotonic() - started
     tasks = data.skill_tasks(generated, args.tasks, args.seed)
+    replicas = {name: _assembler(stub, tenant) for name, stub in stubs.items()}
     engine_hits = shown = engine_tokens = 0
     baseline: dict[int, list[int]] = {3: [0, 0], 10: [0, 0]}
     for index, task in enumerate(tasks):
@@ -173,9 +181,8 @@ async def bench_skills(
             }
             for k, (hits, tokens) in baseline.items()
         },
-        "latency": await assemble_latency(
-            client, tenant, tasks, {name: _assembler(stub, tenant) for name, stub in stubs.items()}
-        ),
+        "latency": await assemble_latency(client, tenant, tasks, replicas),
+        "paced": await paced_latency(client, tenant, tasks[: args.paced], replicas, args.pace_seconds),
     }
 
 
@@ -334,6 +341,8 @@ def markdown(report: Row) -> str:
         "",
         *latency_markdown(s["latency"], REPLICA_LABELS),
         "",
+        *paced_markdown(s["paced"], REPLICA_LABELS),
+        "",
         f"## Tools ({t['cases']} cases)",
         "",
         "| variant | failure and fix in context | other users' results leaked |",
@@ -366,6 +375,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tool-cases", type=int, default=24)
     parser.add_argument("--stream", type=int, default=60)
     parser.add_argument("--seed", type=int, default=3)
+    parser.add_argument("--paced", type=int, default=5, help="tasks timed at a host's pace")
+    parser.add_argument("--pace-seconds", type=float, default=PACE_SECONDS, help="quiet before each")
     parser.add_argument(
         "--openviking-url", default="", help="use this OpenViking (else start the local stack)"
     )

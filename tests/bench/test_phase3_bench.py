@@ -17,7 +17,9 @@ pytestmark = pytest.mark.stack
 async def test_phase3_bench_measures_every_source_next_to_its_baseline(
     openviking: OpenVikingEndpoint, tmp_path: Path
 ) -> None:
-    args = argparse.Namespace(skills=20, tasks=8, chats=8, tool_cases=3, stream=10, seed=3, out=tmp_path)
+    args = argparse.Namespace(
+        skills=20, tasks=8, chats=8, tool_cases=3, stream=10, seed=3, paced=2, pace_seconds=1.0, out=tmp_path
+    )
     report = await run(args, openviking.base_url)
     skills, tools, intent = report["skills"], report["tools"], report["intent"]
     assert skills["engine"]["task_hit"] >= 0.75
@@ -31,5 +33,8 @@ async def test_phase3_bench_measures_every_source_next_to_its_baseline(
     assert latency["find_p50_ms"] > 0
     for replica in ("deployed", "in_process"):
         assert latency[f"{replica}_assemble_p50_ms"] > 0 and latency[f"{replica}_question_p50_ms"] > 0
+    paced = skills["paced"]
+    assert paced["tasks"] == 2 and paced["find_p50_ms"] > 0
+    assert all(paced[f"{replica}_assemble_p50_ms"] > 0 for replica in ("deployed", "in_process"))
     text = markdown(report)
-    assert "| engine |" in text and "| own process (as deployed) |" in text
+    assert "| engine |" in text and "| own process (as deployed) |" in text and "At a host's pace" in text
