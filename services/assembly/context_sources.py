@@ -71,6 +71,11 @@ class SourceCaches:
         self.documents.invalidate(tenant)
         self.skills.invalidate(tenant)
 
+    async def aclose(self) -> None:
+        """Stop the background reads of the directory and the skill texts."""
+        await self.directory.aclose()
+        await self.skills.aclose()
+
 
 @dataclass
 class SourcesSection:
@@ -172,7 +177,9 @@ class ContextSources:
             if intent.wants(RecallSource.TOOLS)
             else None,
             directory=_started(
-                caches.directory.get(tenant, "", lambda: list_directory(client, tenant, deadline=deadline)),
+                # Listed within a bound of its own (a listing past its TTL is listed again after
+                # the answer, `directory_listing`); `_started` bounds this call's wait.
+                caches.directory.get(tenant, "", lambda: list_directory(client, tenant)),
                 deadline,
             )
             if intent.recall and intent.wants(RecallSource.DIRECTORY)

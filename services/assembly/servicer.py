@@ -67,11 +67,11 @@ class AssemblyService(assembly_pb2_grpc.AssemblyServiceServicer):
             memory_changes.subscribe(self._caches.depths.forget)
 
     async def aclose(self) -> None:
-        """Stop the exchange index's background syncs and the skill texts' background reads (at
+        """Stop the exchange index's background syncs and the sources' background reads (at
         shutdown, before the client closes)."""
         if self._caches.exchanges is not None:
             await self._caches.exchanges.aclose()
-        await self._caches.sources.skills.aclose()
+        await self._caches.sources.aclose()
 
     def _deadline(self, context: Context) -> float:
         return retrieval_deadline(

@@ -32,6 +32,7 @@ from shared.domain.skills import SKILL_ROOT, Skill, SkillUse, parse_skill_md
 from shared.errors import BackendNotFound
 from shared.openviking.models.search import SearchHit
 from shared.openviking.tenant import Tenant
+from shared.runtime.answer_first import after_answer
 from shared.sized_cache import SizedCache
 from shared.tokens import TokenCounter
 
@@ -166,8 +167,8 @@ def render_skills(
 
 class SkillCatalogue:
     """Parsed SKILL.md texts by URI, per account (the skill space is account-wide): read when
-    first asked for or older than `SKILL_TTL_SECONDS` + `SKILL_STALE_SECONDS`, read again in the
-    background when older than `SKILL_TTL_SECONDS` (one read per file at a time)."""
+    first asked for or older than `SKILL_TTL_SECONDS` + `SKILL_STALE_SECONDS`, read again once
+    the call is answered when older than `SKILL_TTL_SECONDS` (one read per file at a time)."""
 
     def __init__(
         self,
@@ -215,6 +216,7 @@ class SkillCatalogue:
 
         async def read() -> None:
             try:
+                await after_answer()
                 text = await _read_or_empty(client, tenant, uri, time.monotonic() + REFRESH_SECONDS)
                 known[uri] = (self._clock(), parse_skill_md(text))
             except Exception as exc:  # the stale text stays; the next Assemble tries again
