@@ -375,7 +375,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tool-cases", type=int, default=24)
     parser.add_argument("--stream", type=int, default=60)
     parser.add_argument("--seed", type=int, default=3)
-    parser.add_argument("--paced", type=int, default=5, help="tasks timed at a host's pace")
+    parser.add_argument("--paced", type=int, default=6, help="tasks timed at a host's pace")
     parser.add_argument("--pace-seconds", type=float, default=PACE_SECONDS, help="quiet before each")
     parser.add_argument(
         "--openviking-url", default="", help="use this OpenViking (else start the local stack)"

@@ -60,6 +60,7 @@ PACE_SECONDS = 65.0
 """The pause before each paced task: past every replica cache's age (the longest is 60 s)."""
 GAP_SECONDS = 1.0
 """Between a paced task's calls (a replica's background reads land before the next call)."""
+FIND = "find"
 
 
 async def paced_latency(
@@ -69,20 +70,26 @@ async def paced_latency(
     replicas: Mapping[str, Timed],
     pace_seconds: float = PACE_SECONDS,
 ) -> dict[str, float]:
-    """Each of `tasks` after `pace_seconds` of quiet: Assemble through each replica, then a `find`."""
-    tasked: dict[str, list[float]] = {name: [] for name in replicas}
-    finds: list[float] = []
+    """Each of `tasks` after `pace_seconds` of quiet: Assemble through each replica and a `find`,
+    in an order turned by one per task (the first call after the quiet finds OpenViking idle)."""
+    calls: dict[str, Callable[[SkillTask, str], Awaitable[Any]]] = {
+        name: lambda task, session, assemble=assemble: assemble(task.prompt, session)
+        for name, assemble in replicas.items()
+    }
+    calls[FIND] = lambda task, _: client.find(tenant, task.prompt, limit=10)
+    seconds: dict[str, list[float]] = {name: [] for name in calls}
+    names = list(calls)
     for index, task in enumerate(tasks):
         await asyncio.sleep(pace_seconds)
-        for name, assemble in replicas.items():
-            tasked[name].append(await _seconds(assemble(task.prompt, f"p-{name}-{index}")))
+        turn = index % len(names)
+        for name in names[turn:] + names[:turn]:
+            seconds[name].append(await _seconds(calls[name](task, f"p-{name}-{index}")))
             await asyncio.sleep(GAP_SECONDS)
-        finds.append(await _seconds(client.find(tenant, task.prompt, limit=10)))
     return {
         "tasks": len(tasks),
         "pace_seconds": pace_seconds,
-        "find_p50_ms": _p50_ms(finds),
-        **{f"{name}_assemble_p50_ms": _p50_ms(tasked[name]) for name in replicas},
+        "find_p50_ms": _p50_ms(seconds[FIND]),
+        **{f"{name}_assemble_p50_ms": _p50_ms(seconds[name]) for name in replicas},
     }
 
 
