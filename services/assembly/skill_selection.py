@@ -18,7 +18,6 @@ once per `SKILL_TTL_SECONDS`, then shown while read again in the background: a r
 from __future__ import annotations
 
 import asyncio
-import logging
 import math
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -28,15 +27,13 @@ from contextengine.v1 import packet_pb2
 
 from services.assembly.lexical import content_terms, tokens
 from services.assembly.ports import MemorySearch
+from services.assembly.refreshes import Refreshes
 from shared.domain.skills import SKILL_ROOT, Skill, SkillUse, parse_skill_md
 from shared.errors import BackendNotFound
 from shared.openviking.models.search import SearchHit
 from shared.openviking.tenant import Tenant
-from shared.runtime.answer_first import after_answer
 from shared.sized_cache import SizedCache
 from shared.tokens import TokenCounter
-
-log = logging.getLogger(__name__)
 
 SKILL_CANDIDATES = 8
 MIN_SKILL_SCORE = 0.58
@@ -183,7 +180,7 @@ class SkillCatalogue:
         self._accounts: SizedCache[str, dict[str, tuple[float, Skill | None]]] = SizedCache(
             CATALOGUE_ACCOUNTS
         )
-        self._refreshing: dict[tuple[str, str], asyncio.Task[None]] = {}
+        self._refreshes: Refreshes[tuple[str, str]] = Refreshes("SKILL.md")
 
     def invalidate(self, tenant: Tenant) -> None:
         self._accounts.pop(tenant.account_id)
@@ -209,29 +206,15 @@ class SkillCatalogue:
     def _refresh(
         self, client: MemorySearch, tenant: Tenant, uri: str, known: dict[str, tuple[float, Skill | None]]
     ) -> None:
-        """Read `uri` again in a task of its own; a failed read leaves the text shown as it was."""
-        key = (tenant.account_id, uri)
-        if key in self._refreshing:
-            return
-
         async def read() -> None:
-            try:
-                await after_answer()
-                text = await _read_or_empty(client, tenant, uri, time.monotonic() + REFRESH_SECONDS)
-                known[uri] = (self._clock(), parse_skill_md(text))
-            except Exception as exc:  # the stale text stays; the next Assemble tries again
-                log.info("skill %s not read again: %s: %s", uri, type(exc).__name__, exc)
-            finally:
-                del self._refreshing[key]
+            text = await _read_or_empty(client, tenant, uri, time.monotonic() + REFRESH_SECONDS)
+            known[uri] = (self._clock(), parse_skill_md(text))
 
-        self._refreshing[key] = asyncio.create_task(read(), name=f"skill-refresh {uri}")
+        self._refreshes.start((tenant.account_id, uri), read)
 
     async def aclose(self) -> None:
         """Stop the background reads still running (at shutdown, before the client closes)."""
-        tasks = list(self._refreshing.values())
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await self._refreshes.aclose()
 
 
 async def _read_or_empty(client: MemorySearch, tenant: Tenant, uri: str, deadline: float) -> str:

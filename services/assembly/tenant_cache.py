@@ -6,24 +6,19 @@ flight meanwhile is returned to its caller but not kept (it may predate the chan
 other processes hear nothing: there the TTL bounds how stale an entry can be.
 
 A cache given a `stale` window answers with an entry past its TTL but within that window at once
-and loads it again in the background once the call that asked has been answered
-(stale-while-revalidate, one load per entry at a time): for what a host can see one call late,
-so that a host asking once a minute does not wait for a load on every call.
+and loads it again after the answer (`services.assembly.refreshes`): for what a host can see one
+call late, so that a host asking once a minute does not wait for a load on every call.
 """
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import time
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Generic, TypeVar
 
+from services.assembly.refreshes import Refreshes
 from shared.openviking.tenant import Tenant
-from shared.runtime.answer_first import after_answer
 from shared.sized_cache import SizedCache
-
-log = logging.getLogger(__name__)
 
 MAX_CACHED_TENANTS = 10_000
 
@@ -50,7 +45,7 @@ class TenantCache(Generic[K, V]):
         self._tenants: SizedCache[Tenant, dict[K, tuple[float, V]]] = SizedCache(MAX_CACHED_TENANTS)
         self._generations: SizedCache[Tenant, int] = SizedCache(MAX_CACHED_TENANTS)
         """Invalidations per tenant, to tell a load that raced one."""
-        self._reloading: dict[tuple[Tenant, K], asyncio.Task[None]] = {}
+        self._reloads: Refreshes[tuple[Tenant, K]] = Refreshes("cache entry")
 
     def invalidate(self, tenant: Tenant) -> None:
         self._tenants.pop(tenant)
@@ -63,7 +58,7 @@ class TenantCache(Generic[K, V]):
         if hit is not None and now - hit[0] < self._ttl:
             return hit[1]
         if hit is not None and now - hit[0] < self._ttl + self._stale:
-            self._reload(tenant, key, load)
+            self._reloads.start((tenant, key), lambda: self._load(tenant, key, load))
             return hit[1]
         return await self._load(tenant, key, load)
 
@@ -79,25 +74,6 @@ class TenantCache(Generic[K, V]):
             entries[key] = (now, value)
         return value
 
-    def _reload(self, tenant: Tenant, key: K, load: Callable[[], Awaitable[V]]) -> None:
-        """Load the entry again once the call is answered; a failed load leaves it as it was."""
-        if (tenant, key) in self._reloading:
-            return
-
-        async def reload() -> None:
-            try:
-                await after_answer()
-                await self._load(tenant, key, load)
-            except Exception as exc:  # the stale entry stays; the next call tries again
-                log.info("%s not loaded again: %s: %s", key, type(exc).__name__, exc)
-            finally:
-                del self._reloading[(tenant, key)]
-
-        self._reloading[(tenant, key)] = asyncio.create_task(reload())
-
     async def aclose(self) -> None:
         """Stop the background loads still running (at shutdown, before the client closes)."""
-        tasks = list(self._reloading.values())
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await self._reloads.aclose()
