@@ -5,6 +5,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import grpc
+import pytest
 from contextengine.v1 import assembly_pb2_grpc
 from grpc import aio
 
@@ -14,8 +15,21 @@ from shared.config import Settings
 from shared.domain.checkpoints import CheckpointStore
 from shared.domain.documents import DocumentStore
 from shared.domain.stream_state import StreamStateStore
+from shared.openviking import DevAuth
 from shared.openviking.client import OpenVikingClient
 from shared.runtime.server import ServiceHost
+from tests.assembly.helpers import RequestRecorder
+from tests.support.stack import OpenVikingEndpoint
+
+
+@pytest.fixture
+async def recorded_client(
+    openviking: OpenVikingEndpoint,
+) -> AsyncIterator[tuple[OpenVikingClient, RequestRecorder]]:
+    """A client of the session's real OpenViking, and the requests it sent."""
+    recorder = RequestRecorder()
+    async with OpenVikingClient(openviking.base_url, DevAuth(), middlewares=[recorder]) as ov:
+        yield ov, recorder
 
 
 @asynccontextmanager

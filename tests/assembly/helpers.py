@@ -1,4 +1,5 @@
-"""Builders for host messages, seeding the real OpenViking, and a lookalike OpenViking server.
+"""Builders for host messages, seeding the real OpenViking, a lookalike OpenViking server, and a
+clock and a poll for caches that age.
 
 The lookalike is a real local HTTP server (slow or answering 503) for the failure cases only;
 everything else runs against the session's real OpenViking.
@@ -6,11 +7,12 @@ everything else runs against the session's real OpenViking.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from contextengine.v1 import common_pb2
 
@@ -20,6 +22,29 @@ from shared.openviking.models.search import SearchHit
 from shared.openviking.tenant import Tenant
 
 ACCOUNT = f"ce-asm-{uuid.uuid4().hex[:8]}"
+T = TypeVar("T")
+POLLS = 1500
+"""Asks, 20 ms apart, before `polled` gives up (30 s)."""
+
+
+class ManualClock:
+    """A monotonic clock a test moves by hand (`now`)."""
+
+    def __init__(self, start: float = 0.0) -> None:
+        self.now = start
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def polled(ask: Callable[[], Awaitable[T]], until: Callable[[T], bool]) -> T:
+    """`ask()` again (the clock standing still) until its answer satisfies `until`."""
+    for _ in range(POLLS):
+        answer = await ask()
+        if until(answer):
+            return answer
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"still {answer!r} after {POLLS} asks")
 
 
 def text_block(text: str) -> common_pb2.ContentBlock:

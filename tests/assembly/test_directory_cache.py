@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TypeVar
 
 import pytest
 
@@ -16,49 +14,20 @@ from services.assembly.directory_listing import (
     directory_cache,
     list_directory,
 )
-from shared.openviking import DevAuth, OpenVikingClient, Tenant
-from tests.assembly.helpers import RequestRecorder, seed
-from tests.support.stack import OpenVikingEndpoint
+from shared.openviking import OpenVikingClient, Tenant
+from tests.assembly.helpers import ManualClock, RequestRecorder, polled, seed
 
-T = TypeVar("T")
-POLLS = 1500
-"""Asks, 20 ms apart, before a poll gives up (30 s)."""
 RESOURCES = "viking://~/resources"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-@pytest.fixture
-async def client(openviking: OpenVikingEndpoint) -> AsyncIterator[tuple[OpenVikingClient, RequestRecorder]]:
-    recorder = RequestRecorder()
-    async with OpenVikingClient(openviking.base_url, DevAuth(), middlewares=[recorder]) as ov:
-        yield ov, recorder
-
-
-async def _polled(ask: Callable[[], Awaitable[T]], until: Callable[[T], bool]) -> T:
-    """`ask()` again (the clock standing still) until its answer satisfies `until`."""
-    for _ in range(POLLS):
-        answer = await ask()
-        if until(answer):
-            return answer
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"still {answer!r} after {POLLS} asks")
 
 
 @pytest.mark.stack
 async def test_a_listing_past_its_ttl_is_shown_as_it_was_while_it_is_listed_again(
-    client: tuple[OpenVikingClient, RequestRecorder],
+    recorded_client: tuple[OpenVikingClient, RequestRecorder],
 ) -> None:
-    ov, recorder = client
+    ov, recorder = recorded_client
     tenant = Tenant(f"dir-{uuid.uuid4().hex[:8]}", "alice")
     await seed(ov, tenant, {f"{RESOURCES}/trip-plan.md": "Lisbon in May: flights, hotel, a day in Sintra."})
-    clock = Clock()
+    clock = ManualClock(1_000.0)
     cache = directory_cache(clock)
 
     async def names() -> set[str]:
@@ -80,8 +49,8 @@ async def test_a_listing_past_its_ttl_is_shown_as_it_was_while_it_is_listed_agai
     clock.now += 2  # past its TTL: shown as it was, listed again beside it, once
     first, second = await asyncio.gather(names(), names())
     assert first == second == {"trip-plan.md"}
-    assert await _polled(names, lambda n: "budget.md" in n) == {"trip-plan.md", "budget.md"}
-    assert await _polled(names, lambda _: listings() == 2 * folders) == {"trip-plan.md", "budget.md"}
+    assert await polled(names, lambda n: "budget.md" in n) == {"trip-plan.md", "budget.md"}
+    assert await polled(names, lambda _: listings() == 2 * folders) == {"trip-plan.md", "budget.md"}
 
     await seed(ov, tenant, {f"{RESOURCES}/visa.md": "No visa needed for Portugal."})
     clock.now += DIRECTORY_TTL_SECONDS + DIRECTORY_STALE_SECONDS  # too old to show: listed first

@@ -4,22 +4,15 @@ from __future__ import annotations
 
 from services.assembly.profile import StableProfile, profile_cache
 from shared.openviking.tenant import Tenant
+from tests.assembly.helpers import ManualClock
 
 ALICE = Tenant("acct", "alice")
 BOB = Tenant("acct", "bob")
 KEY = ("main", 1000, 500)
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 async def test_profile_is_reused_within_the_ttl_and_reloaded_after() -> None:
-    clock = Clock()
+    clock = ManualClock(100.0)
     cache = profile_cache(ttl=30.0, clock=clock)
     loads: list[int] = []
 
@@ -37,7 +30,7 @@ async def test_profile_is_reused_within_the_ttl_and_reloaded_after() -> None:
 
 
 async def test_degraded_profiles_are_not_kept() -> None:
-    cache = profile_cache(ttl=30.0, clock=Clock())
+    cache = profile_cache(ttl=30.0, clock=ManualClock(100.0))
     loads: list[int] = []
 
     async def load() -> StableProfile:
@@ -50,7 +43,7 @@ async def test_degraded_profiles_are_not_kept() -> None:
 
 
 async def test_invalidate_drops_only_that_tenant_and_a_racing_load_is_not_kept() -> None:
-    cache = profile_cache(ttl=30.0, clock=Clock())
+    cache = profile_cache(ttl=30.0, clock=ManualClock(100.0))
     loads: list[str] = []
 
     async def load() -> StableProfile:

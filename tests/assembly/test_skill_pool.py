@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator
 
 import pytest
 
@@ -19,11 +18,10 @@ from services.capture.skill_registry import register_skills
 from shared.config import Settings
 from shared.domain.documents import DocumentStore
 from shared.domain.skills import SKILL_ROOT, Skill, skill_uri
-from shared.openviking import DevAuth, OpenVikingClient, Tenant
+from shared.openviking import OpenVikingClient, Tenant
 from shared.openviking.models.search import FindResult, SearchHit
 from shared.tokens import TokenCounter
 from tests.assembly.helpers import RequestRecorder, hit, seed
-from tests.support.stack import OpenVikingEndpoint
 
 MEM = "viking://~/memories"
 LIMIT = TURN_CANDIDATES + SKILL_CANDIDATES
@@ -94,15 +92,8 @@ def test_a_pool_holds_skill_files_only() -> None:
 
 
 @pytest.fixture
-async def client(openviking: OpenVikingEndpoint) -> AsyncIterator[tuple[OpenVikingClient, RequestRecorder]]:
-    recorder = RequestRecorder()
-    async with OpenVikingClient(openviking.base_url, DevAuth(), middlewares=[recorder]) as ov:
-        yield ov, recorder
-
-
-@pytest.fixture
-async def tenant(client: tuple[OpenVikingClient, RequestRecorder]) -> Tenant:
-    ov, _ = client
+async def tenant(recorded_client: tuple[OpenVikingClient, RequestRecorder]) -> Tenant:
+    ov, _ = recorded_client
     tenant = Tenant(f"pool-{uuid.uuid4().hex[:8]}", "alice")
     await register_skills(ov, DocumentStore(ov), tenant, SKILLS, deadline=time.monotonic() + 120)
     await seed(ov, tenant, {f"{MEM}/notes/qpdf.md": "I installed qpdf on the build server last week."})
@@ -111,9 +102,9 @@ async def tenant(client: tuple[OpenVikingClient, RequestRecorder]) -> Tenant:
 
 @pytest.mark.stack
 async def test_recall_brings_the_skills_along_in_its_one_find(
-    client: tuple[OpenVikingClient, RequestRecorder], tenant: Tenant
+    recorded_client: tuple[OpenVikingClient, RequestRecorder], tenant: Tenant
 ) -> None:
-    ov, recorder = client
+    ov, recorder = recorded_client
     recorder.requests.clear()
     pool: SkillPool = asyncio.get_running_loop().create_future()
     outcome = await recall_memories(
@@ -131,9 +122,9 @@ async def test_recall_brings_the_skills_along_in_its_one_find(
 
 @pytest.mark.stack
 async def test_a_query_recall_narrows_leaves_the_skills_their_own_find(
-    client: tuple[OpenVikingClient, RequestRecorder], tenant: Tenant
+    recorded_client: tuple[OpenVikingClient, RequestRecorder], tenant: Tenant
 ) -> None:
-    ov, recorder = client
+    ov, recorder = recorded_client
     index = ExchangeIndex(ov)
     await index.sync(tenant)  # synced: "Lena" is a name the user's history never says
     recorder.requests.clear()
@@ -152,9 +143,9 @@ async def test_a_query_recall_narrows_leaves_the_skills_their_own_find(
 
 @pytest.mark.stack
 async def test_the_skill_stage_finds_on_its_own_when_the_pool_may_lack_a_skill(
-    client: tuple[OpenVikingClient, RequestRecorder], tenant: Tenant
+    recorded_client: tuple[OpenVikingClient, RequestRecorder], tenant: Tenant
 ) -> None:
-    ov, recorder = client
+    ov, recorder = recorded_client
     recorder.requests.clear()
     pool: SkillPool = asyncio.get_running_loop().create_future()
     pool.set_result(None)
@@ -168,9 +159,9 @@ async def test_the_skill_stage_finds_on_its_own_when_the_pool_may_lack_a_skill(
 
 @pytest.mark.stack
 async def test_a_small_users_shared_find_asks_for_its_size_and_again_in_full_once_it_outgrows_it(
-    client: tuple[OpenVikingClient, RequestRecorder], tenant: Tenant
+    recorded_client: tuple[OpenVikingClient, RequestRecorder], tenant: Tenant
 ) -> None:
-    ov, recorder = client
+    ov, recorder = recorded_client
     depths = PoolDepths()
 
     async def recall() -> tuple[list[str], list[str], list[int]]:

@@ -7,16 +7,9 @@ import asyncio
 
 from services.assembly.tenant_cache import TenantCache
 from shared.openviking.tenant import Tenant
+from tests.assembly.helpers import ManualClock
 
 TENANT = Tenant("acct", "alice")
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class Loads:
@@ -50,7 +43,7 @@ async def _settled(loads: Loads, calls: int) -> None:
 
 
 async def test_a_failed_background_load_keeps_what_was_shown_and_the_next_call_tries_again() -> None:
-    clock = Clock()
+    clock = ManualClock()
     cache: TenantCache[str, str] = TenantCache(10, stale=100, clock=clock)
     loads = Loads("v1", ConnectionError("down"), "v2")
     assert await cache.get(TENANT, "k", loads) == "v1"
@@ -63,7 +56,7 @@ async def test_a_failed_background_load_keeps_what_was_shown_and_the_next_call_t
 
 
 async def test_one_background_load_per_entry_and_shutdown_stops_it() -> None:
-    clock = Clock()
+    clock = ManualClock()
     cache: TenantCache[str, str] = TenantCache(10, stale=100, clock=clock)
     loads = Loads("v1", "v2")
     assert await cache.get(TENANT, "k", loads) == "v1"
@@ -81,7 +74,7 @@ async def test_one_background_load_per_entry_and_shutdown_stops_it() -> None:
 
 
 async def test_without_a_stale_window_an_aged_entry_is_loaded_before_the_answer() -> None:
-    clock = Clock()
+    clock = ManualClock()
     cache: TenantCache[str, str] = TenantCache(10, clock=clock)
     loads = Loads("v1", "v2")
     assert await cache.get(TENANT, "k", loads) == "v1"
