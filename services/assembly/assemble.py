@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from contextengine.v1 import common_pb2, packet_pb2
 
-from services.assembly.context_sources import ContextSources, SourceCaches, SourcesBackend, wants_skills
+from services.assembly.context_sources import ContextSources, SourceCaches, wants_skills
 from services.assembly.drawn import Drawn
 from services.assembly.envelopes import EnvelopeCache, turn_envelopes
 from services.assembly.exchange_index import ExchangeIndex
@@ -26,7 +26,7 @@ from services.assembly.injection import (
 )
 from services.assembly.packing import RecallPlan, pack_context
 from services.assembly.pool_depth import PoolDepths
-from services.assembly.ports import MemorySearch
+from services.assembly.ports import AssemblyBackend, MemorySearch
 from services.assembly.profile import ProfileCache
 from services.assembly.recall import (
     RecallConfig,
@@ -135,7 +135,7 @@ class AssembleCaches:
 
 
 async def assemble_context(
-    client: SourcesBackend,
+    client: AssemblyBackend,
     summary_source: SummarySource,
     settings: Settings,
     identity: RequestIdentity,

@@ -13,7 +13,7 @@ import asyncio
 import json
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
 from contextengine.v1 import common_pb2, packet_pb2
 
@@ -23,7 +23,7 @@ from services.assembly.directory_listing import (
     list_directory,
     render_directory,
 )
-from services.assembly.ports import MemorySearch
+from services.assembly.ports import AssemblyBackend, MemorySearch
 from services.assembly.recall import bounded, describe_failure
 from services.assembly.recall_intent import RecallIntent, RecallSource
 from services.assembly.skill_pool import SkillPool
@@ -32,7 +32,6 @@ from services.assembly.tenant_cache import TenantCache
 from services.assembly.tool_memory import render_tools, tools_named
 from shared.domain.skills import SKILL_USES_URI, Skill, SkillUse, uses_from_document
 from shared.domain.tool_experience import TOOL_EXPERIENCE_URI, ToolRecord, records_from_document
-from shared.domain.turn_index_folders import FolderLister
 from shared.errors import BackendNotFound
 from shared.openviking.tenant import Tenant
 from shared.tokens import TokenCounter
@@ -52,10 +51,6 @@ token goes to recall (the recall bench's new-session questions at 1k-4k)."""
 USER_DOCUMENT_TTL_SECONDS = 30.0
 """How long a replica reuses a user's skill-use and tool-experience documents; a capture in the
 same process drops them at once (`MemoryChanges`)."""
-
-
-class SourcesBackend(MemorySearch, FolderLister, Protocol):
-    """What the sources read from OpenViking."""
 
 
 @dataclass(frozen=True)
@@ -148,7 +143,7 @@ class ContextSources:
     @classmethod
     def start(
         cls,
-        client: SourcesBackend,
+        client: AssemblyBackend,
         tenant: Tenant,
         intent: RecallIntent,
         prompt: str,

@@ -13,9 +13,10 @@ written back:
   turn-index folders (one per OpenViking session, with its modification time), then one
   `search/grep` per new or changed folder, whose matches are the folder's documents line by line
   (no read per document); a folder removed (a forgotten session) drops its rows;
-- Assemble never waits for it: until a user's first sync is done the lexical leg ranks the
-  semantic pool as before, and an exchange written since the last sync is found by the semantic
-  leg until the next one;
+- Assemble never waits for it: a sync a search starts begins once that call is answered
+  (`after_answer`: its listing and greps do not compete in OpenViking with the call's own
+  `find`); until a user's first sync is done the lexical leg ranks the semantic pool as before,
+  and an exchange written since the last sync is found by the semantic leg until the next one;
 - bounded: at most `max_users` users' tables, the least recently searched dropped;
 - its last listing also tells which of the user's sessions the turn index held
   (`streams_listed`): the summaries read no state for a stream it never held.
@@ -31,7 +32,6 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import NamedTuple, Protocol
 
 from services.assembly.lexical import documents
@@ -39,8 +39,10 @@ from services.assembly.ports import Grep
 from shared.domain.stream_state import stream_of_session
 from shared.domain.turn_index import TURN_INDEX_ROOT, is_turn_uri
 from shared.domain.turn_index_folders import FolderLister, turn_index_folders
+from shared.openviking.mod_times import settled
 from shared.openviking.models.search import GrepResult
 from shared.openviking.tenant import Tenant
+from shared.runtime.answer_first import after_answer
 
 log = logging.getLogger(__name__)
 
@@ -78,14 +80,6 @@ def folder_documents(result: GrepResult) -> dict[str, str]:
     """A session folder's turn-index documents from a grep matching every line (the documents
     rebuilt as the lexical leg rebuilds grep matches)."""
     return {uri: text.strip() for uri, text in documents(result).items() if is_turn_uri(uri)}
-
-
-def _settled(mod_time: str, now: float) -> bool:
-    try:
-        when = datetime.fromisoformat(mod_time.replace("Z", "+00:00"))
-    except ValueError:
-        return False
-    return when.replace(tzinfo=when.tzinfo or UTC).timestamp() < now - SETTLE_SECONDS
 
 
 class IndexedExchange(NamedTuple):
@@ -243,8 +237,12 @@ class ExchangeIndex:
             return
         if user.listed_at is not None and self._clock() - user.listed_at < self._refresh:
             return
-        user.syncing = asyncio.ensure_future(self._sync(tenant, user))
+        user.syncing = asyncio.ensure_future(self._sync_after_answer(tenant, user))
         user.syncing.add_done_callback(_log_failure)
+
+    async def _sync_after_answer(self, tenant: Tenant, user: _UserIndex) -> None:
+        await after_answer()
+        await self._sync(tenant, user)
 
     async def _sync(self, tenant: Tenant, user: _UserIndex) -> None:
         now, listed_at = time.time(), self._clock()
@@ -262,7 +260,7 @@ class ExchangeIndex:
         await asyncio.gather(*(refresh(s) for s in changed))
         for session_id in set(user.folders) - set(listed):
             self._db.execute(f"DELETE FROM {user.table} WHERE session = ?", (session_id,))
-        user.folders = {s: (t if _settled(t, now) else "") for s, t in listed.items()}
+        user.folders = {s: (t if settled(t, now, SETTLE_SECONDS) else "") for s, t in listed.items()}
         user.streams = frozenset(filter(None, map(stream_of_session, listed)))
         user.synced_at = self._clock()
         user.listed_at = listed_at

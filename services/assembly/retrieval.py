@@ -8,6 +8,7 @@ bounded by the one deadline. A failed or slow part is left out and reported (`de
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -16,7 +17,7 @@ from contextengine.v1 import packet_pb2
 
 from services.assembly.exchange_index import ExchangeIndex
 from services.assembly.pool_depth import PoolDepths
-from services.assembly.ports import MemorySearch
+from services.assembly.ports import AssemblyBackend
 from services.assembly.profile import PROFILE_MAX_TOKENS, ProfileCache, StableProfile, load_stable_profile
 from services.assembly.recall import RecallConfig, RecallOutcome, bounded, describe_failure, recall_memories
 from services.assembly.recall_query import RecallQuery
@@ -57,7 +58,7 @@ class Retrieval:
     @classmethod
     def start(
         cls,
-        client: MemorySearch,
+        client: AssemblyBackend,
         summary_source: SummarySource,
         settings: Settings,
         identity: RequestIdentity,
@@ -108,21 +109,24 @@ class Retrieval:
             ),
             deadline,
         )
+        load_profile = functools.partial(
+            load_stable_profile,
+            client,
+            identity.tenant,
+            identity.agent_id,
+            counter,
+            max_tokens=max_tokens,
+            max_item_chars=settings.recall_max_content_chars,
+            deadline=deadline,
+        )
         profile = (
             _started(
                 after_recall_sends(
                     profiles.get(
                         identity.tenant,
                         (identity.agent_id, max_tokens, settings.recall_max_content_chars),
-                        lambda: load_stable_profile(
-                            client,
-                            identity.tenant,
-                            identity.agent_id,
-                            counter,
-                            max_tokens=max_tokens,
-                            max_item_chars=settings.recall_max_content_chars,
-                            deadline=deadline,
-                        ),
+                        load_profile,
+                        revalidate=lambda earlier: load_profile(earlier=earlier),
                     )
                 ),
                 deadline,

@@ -8,10 +8,14 @@ other processes hear nothing: there the TTL bounds how stale an entry can be.
 A cache given a `stale` window answers with an entry past its TTL but within that window at once
 and loads it again after the answer (`services.assembly.refreshes`): for what a host can see one
 call late, so that a host asking once a minute does not wait for a load on every call.
+
+A `get` given `revalidate` hands it the aged entry instead of loading from scratch: a conditional
+load, which may keep what it can show did not change (the profile: `services.assembly.profile`).
 """
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Awaitable, Callable, Hashable
 from typing import Generic, TypeVar
@@ -51,16 +55,25 @@ class TenantCache(Generic[K, V]):
         self._tenants.pop(tenant)
         self._generations.put(tenant, (self._generations.get(tenant) or 0) + 1)
 
-    async def get(self, tenant: Tenant, key: K, load: Callable[[], Awaitable[V]]) -> V:
+    async def get(
+        self,
+        tenant: Tenant,
+        key: K,
+        load: Callable[[], Awaitable[V]],
+        *,
+        revalidate: Callable[[V], Awaitable[V]] | None = None,
+    ) -> V:
+        """The entry within its TTL; else `load()`, or `revalidate(aged entry)` when given."""
         now = self._clock()
         entries = self._tenants.get(tenant)
         hit = entries.get(key) if entries is not None else None
         if hit is not None and now - hit[0] < self._ttl:
             return hit[1]
+        again = load if hit is None or revalidate is None else functools.partial(revalidate, hit[1])
         if hit is not None and now - hit[0] < self._ttl + self._stale:
-            self._reloads.start((tenant, key), lambda: self._load(tenant, key, load))
+            self._reloads.start((tenant, key), lambda: self._load(tenant, key, again))
             return hit[1]
-        return await self._load(tenant, key, load)
+        return await self._load(tenant, key, again)
 
     async def _load(self, tenant: Tenant, key: K, load: Callable[[], Awaitable[V]]) -> V:
         now = self._clock()

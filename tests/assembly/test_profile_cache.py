@@ -1,4 +1,5 @@
-"""A replica reuses a tenant's profile for the TTL, never a degraded one."""
+"""A replica reuses a tenant's profile for the TTL, never a degraded one; past it, a conditional load
+is handed the aged one."""
 
 from __future__ import annotations
 
@@ -62,3 +63,25 @@ async def test_invalidate_drops_only_that_tenant_and_a_racing_load_is_not_kept()
     assert (await cache.get(ALICE, KEY, load)).blocks == ["version 4"]  # the raced load was not kept
     assert (await cache.get(ALICE, KEY, load)).blocks == ["version 4"]
     assert (await cache.get(BOB, KEY, load)).blocks == ["version 2"]
+
+
+async def test_an_aged_profile_is_handed_to_revalidate_and_a_missing_one_is_loaded() -> None:
+    clock = ManualClock(100.0)
+    cache = profile_cache(ttl=30.0, clock=clock)
+    calls: list[str] = []
+
+    async def load() -> StableProfile:
+        calls.append("load")
+        return StableProfile(blocks=["loaded"])
+
+    async def revalidate(earlier: StableProfile) -> StableProfile:
+        calls.append(f"revalidate {earlier.blocks[0]}")
+        return StableProfile(blocks=[f"{earlier.blocks[0]}, checked"])
+
+    assert (await cache.get(ALICE, KEY, load, revalidate=revalidate)).blocks == ["loaded"]
+    clock.now += 31.0
+    assert (await cache.get(ALICE, KEY, load, revalidate=revalidate)).blocks == ["loaded, checked"]
+    assert (await cache.get(ALICE, KEY, load, revalidate=revalidate)).blocks == ["loaded, checked"]
+    cache.invalidate(ALICE)  # a change announced in the process: nothing to revalidate, loaded
+    assert (await cache.get(ALICE, KEY, load, revalidate=revalidate)).blocks == ["loaded"]
+    assert calls == ["load", "revalidate loaded", "load"]
