@@ -10,7 +10,6 @@ The section is spent from the request's budget before packing, so the total stay
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -23,16 +22,15 @@ from services.assembly.directory_listing import (
     list_directory,
     render_directory,
 )
-from services.assembly.ports import AssemblyBackend, MemorySearch
+from services.assembly.ports import AssemblyBackend
 from services.assembly.recall import bounded, describe_failure
 from services.assembly.recall_intent import RecallIntent, RecallSource
 from services.assembly.skill_pool import SkillPool
 from services.assembly.skill_selection import SkillCatalogue, ranked_candidates, render_skills, skill_hits
-from services.assembly.tenant_cache import TenantCache
 from services.assembly.tool_memory import render_tools, tools_named
+from services.assembly.user_documents import EngineFolder, UserDocuments, user_documents_cache
 from shared.domain.skills import SKILL_USES_URI, Skill, SkillUse, uses_from_document
 from shared.domain.tool_experience import TOOL_EXPERIENCE_URI, ToolRecord, records_from_document
-from shared.errors import BackendNotFound
 from shared.openviking.tenant import Tenant
 from shared.tokens import TokenCounter
 
@@ -48,17 +46,12 @@ DIRECTORY_SHARE = 0.3
 DIRECTORY_MIN_BUDGET = 8000
 """Smallest request budget that gets the listing at a stream's start unasked: below it every
 token goes to recall (the recall bench's new-session questions at 1k-4k)."""
-USER_DOCUMENT_TTL_SECONDS = 30.0
-"""How long a replica reuses a user's skill-use and tool-experience documents; a capture in the
-same process drops them at once (`MemoryChanges`)."""
 
 
 @dataclass(frozen=True)
 class SourceCaches:
     directory: DirectoryCache = field(default_factory=directory_cache)
-    documents: TenantCache[str, dict[str, Any]] = field(
-        default_factory=lambda: TenantCache(USER_DOCUMENT_TTL_SECONDS)
-    )
+    documents: UserDocuments = field(default_factory=user_documents_cache)
     skills: SkillCatalogue = field(default_factory=SkillCatalogue)
 
     def invalidate(self, tenant: Tenant) -> None:
@@ -113,19 +106,6 @@ def section_cap(budget: int, recall_token_budget: int) -> int:
     return min(recall_token_budget or DEFAULT_SECTION_CAP, int(budget * SECTION_SHARE))
 
 
-async def _user_document(
-    client: MemorySearch, caches: SourceCaches, tenant: Tenant, uri: str, deadline: float
-) -> dict[str, Any]:
-    async def load() -> dict[str, Any]:
-        try:
-            data = json.loads(await client.read(tenant, uri, deadline=deadline))
-        except BackendNotFound:
-            return {}
-        return data if isinstance(data, dict) else {}
-
-    return await caches.documents.get(tenant, uri, load)
-
-
 def _started(call: Awaitable[T], deadline: float) -> asyncio.Future[T]:
     return asyncio.ensure_future(bounded(call, deadline))
 
@@ -155,6 +135,11 @@ class ContextSources:
     ) -> ContextSources:
         """`skill_pool`: the skill hits recall's `find` brings along, when it does."""
         want_skills = wants_skills(intent)
+        folder = EngineFolder(client, tenant, deadline)
+
+        def document(uri: str) -> asyncio.Future[dict[str, Any]]:
+            return _started(folder.document(caches.documents, uri), deadline)
+
         return cls(
             intent,
             prompt,
@@ -165,12 +150,8 @@ class ContextSources:
             )
             if want_skills
             else None,
-            skill_uses=_started(_user_document(client, caches, tenant, SKILL_USES_URI, deadline), deadline)
-            if want_skills
-            else None,
-            tools=_started(_user_document(client, caches, tenant, TOOL_EXPERIENCE_URI, deadline), deadline)
-            if intent.wants(RecallSource.TOOLS)
-            else None,
+            skill_uses=document(SKILL_USES_URI) if want_skills else None,
+            tools=document(TOOL_EXPERIENCE_URI) if intent.wants(RecallSource.TOOLS) else None,
             directory=_started(
                 # Listed within a bound of its own (a listing past its TTL is listed again after
                 # the answer, `directory_listing`); `_started` bounds this call's wait.
