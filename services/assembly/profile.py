@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from services.assembly.candidates import agent_tag, merge_candidates
+from services.assembly.folder_versions import folder_versions
 from services.assembly.memory_rules import memory_line, truncate_content
 from services.assembly.ports import AssemblyBackend, MemorySearch
 from services.assembly.recall import USER_MEMORIES_URI, bounded, describe_failure
@@ -97,28 +98,15 @@ async def preferences_version(
     client: FolderLister, tenant: Tenant, *, deadline: float, now: float
 ) -> PreferencesVersion | None:
     """The preferences' listing, if it vouches for what a `find` of them returns: complete, every
-    entry settled (`PREFERENCES_SETTLE_SECONDS`); empty when there are none. Never raises: it
-    only saves a `find`."""
-    try:
-        listing = await bounded(
-            client.ls(
-                tenant,
-                PREFERENCES_URI,
-                recursive=True,
-                show_all_hidden=True,  # the folders' .overview.md, which the find returns too
-                node_limit=MAX_LISTED_PREFERENCES,
-                deadline=deadline,
-            ),
-            deadline,
-        )
-    except BackendNotFound:
-        return frozenset()
-    except Exception:
+    entry settled (`PREFERENCES_SETTLE_SECONDS`); empty when there are none. The folders'
+    hidden `.overview.md` are in it: the `find` returns them too. Never raises: it only saves a
+    `find`."""
+    versions = await folder_versions(
+        client, tenant, PREFERENCES_URI, deadline=deadline, recursive=True, node_limit=MAX_LISTED_PREFERENCES
+    )
+    if versions is None or not all(settled(m, now, PREFERENCES_SETTLE_SECONDS) for m, _ in versions.values()):
         return None
-    entries = listing.entries
-    if listing.has_more or not all(settled(e.mod_time, now, PREFERENCES_SETTLE_SECONDS) for e in entries):
-        return None
-    return frozenset((e.uri, e.mod_time, e.size) for e in entries)
+    return frozenset((uri, mod_time, size) for uri, (mod_time, size) in versions.items())
 
 
 def _vouched(found: FindResult, version: PreferencesVersion | None) -> PreferencesVersion | None:

@@ -18,8 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from services.assembly.folder_versions import Version, folder_versions
 from services.assembly.ports import AssemblyBackend
-from services.assembly.recall import bounded
 from services.assembly.tenant_cache import TenantCache
 from shared.domain.documents import ENGINE_ROOT
 from shared.errors import BackendNotFound
@@ -31,8 +31,6 @@ USER_DOCUMENT_TTL_SECONDS = 30.0
 DOCUMENT_SETTLE_SECONDS = 10.0
 """A listing entry younger than this (by this replica's clock) vouches for nothing."""
 
-Version = tuple[str, int]
-"""A file's (modTime, size) in the engine folder's listing."""
 ABSENT: Version = ("", -1)
 """The version of a document the folder does not hold."""
 
@@ -101,25 +99,16 @@ class EngineFolder:
         return (await cache.get(tenant, uri, load, revalidate=revalidate)).data
 
     async def _list(self) -> dict[str, Version] | None:
-        try:
-            listing = await bounded(
-                self._client.ls(self._tenant, ENGINE_ROOT, deadline=self._deadline), self._deadline
-            )
-        except BackendNotFound:
-            return {}
-        except Exception:
-            return None
-        if listing.has_more:
-            return None
-        return {name_of(e.uri): (e.mod_time, e.size) for e in listing.entries if not e.is_dir}
+        versions = await folder_versions(self._client, self._tenant, ENGINE_ROOT, deadline=self._deadline)
+        return None if versions is None else {_name_of(uri): v for uri, v in versions.items()}
 
 
-def name_of(uri: str) -> str:
+def _name_of(uri: str) -> str:
     return uri.rstrip("/").rsplit("/", 1)[-1]
 
 
 def _vouched(versions: dict[str, Version] | None, uri: str, now: float) -> Version | None:
     if versions is None:
         return None
-    version = versions.get(name_of(uri), ABSENT)
+    version = versions.get(_name_of(uri), ABSENT)
     return version if version == ABSENT or settled(version[0], now, DOCUMENT_SETTLE_SECONDS) else None

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
 
 import pytest
 from contextengine.v1 import packet_pb2
@@ -33,7 +32,6 @@ from shared.openviking import DevAuth, OpenVikingClient, RetryPolicy
 from shared.tokens import TokenCounter
 from tests.assembly.helpers import RequestRecorder, hit, seed, unique_tenant
 from tests.support.lookalike_openviking import LookalikeOpenViking
-from tests.support.stack import OpenVikingEndpoint
 
 M = "viking://user/alice/memories"
 MEM = "viking://~/memories"
@@ -136,21 +134,11 @@ def test_token_budget_counts_real_tokens_and_always_keeps_first() -> None:
     assert len(list(within_token_budget(items, COUNTER, 1))) == 1
 
 
-@pytest.fixture
-async def recording_ov(
-    openviking: OpenVikingEndpoint,
-) -> AsyncIterator[tuple[OpenVikingClient, RequestRecorder]]:
-    """A real client on the real OpenViking whose requests are noted."""
-    transport = RequestRecorder()
-    async with OpenVikingClient(openviking.base_url, DevAuth(), middlewares=[transport]) as client:
-        yield client, transport
-
-
 @pytest.mark.stack
 async def test_recall_end_to_end_against_openviking(
-    recording_ov: tuple[OpenVikingClient, RequestRecorder],
+    recorded_client: tuple[OpenVikingClient, RequestRecorder],
 ) -> None:
-    ov, transport = recording_ov
+    ov, transport = recorded_client
     tenant = unique_tenant("recall")
     await seed(
         ov,
