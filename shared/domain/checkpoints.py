@@ -330,7 +330,8 @@ class CheckpointStore:
                     tenant, uri, data, expected_sha256=stored.sha256, deadline=deadline
                 )
             except Aborted:
-                await asyncio.sleep(0.01 * (attempt + 1))
+                if fresh:  # a remembered version is read again at once (as `StreamStateStore.update`)
+                    await asyncio.sleep(0.01 * (attempt + 1))
                 continue
             self._remember(tenant, checkpoint_id, uri, StoredDocument(data, sha))
             return changed

@@ -18,6 +18,7 @@ from grpc import aio
 
 from shared.config import load_settings
 from shared.domain import document_slots
+from shared.domain import stream_state as stream_state_module
 from shared.domain.document_slots import DocumentSlots, stream_dir, stream_state_layout
 from shared.domain.documents import DocumentStore
 from shared.domain.stream_state import StreamState, StreamStateStore, initial_state
@@ -28,6 +29,7 @@ from tests.capture.conftest import CaptureStack, new_identity, parsed, stream_st
 from tests.capture.messages import conversation
 from tests.capture.test_capture_service import after_turn
 from tests.capture.test_exactly_once import assert_once_in_order
+from tests.support.call_log import CallLog
 from tests.support.stack import OpenVikingEndpoint
 
 pytestmark = pytest.mark.stack
@@ -129,3 +131,43 @@ async def test_racing_creators_with_instant_takeover_lose_no_update(
         )
     assert succeeded >= 1 and read.stored is not None
     assert read.stored.data["turns_since_compaction"] == succeeded
+
+
+async def test_a_stale_remembered_version_is_read_again_at_once(
+    openviking: OpenVikingEndpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Replica A remembers the state it wrote; replica B (or a compaction's hand-off) writes
+    after it. A's next update conflicts on the remembered version and reads the state again
+    without backing off (nothing contends), then lands on top of B's: no update is lost."""
+    pauses: list[int] = []
+    real_back_off = stream_state_module.back_off
+
+    async def counted_back_off(attempt: int) -> None:
+        pauses.append(attempt)
+        await real_back_off(attempt)
+
+    monkeypatch.setattr(stream_state_module, "back_off", counted_back_off)
+    settings = load_settings(environ={}, overrides={"baseUrl": openviking.base_url})
+    who = parsed(new_identity())
+
+    def bump(state: StreamState) -> StreamState:
+        state.turns_since_compaction += 1
+        return state
+
+    log = CallLog()
+    async with (
+        build_openviking_client(settings, middlewares=[log]) as ov_a,
+        build_openviking_client(settings) as ov_b,
+    ):
+        replica_a, replica_b = StreamStateStore(DocumentStore(ov_a)), StreamStateStore(DocumentStore(ov_b))
+        await replica_a.update(who, bump)
+        await replica_b.update(who, bump)
+        first = log.mark()
+        state, written = await replica_a.update(who, bump)
+    assert written and state.turns_since_compaction == 3
+    assert [str(call) for call in log.calls[first:]] == [
+        "POST /api/v1/content/batch-write",
+        "GET /api/v1/content/read",
+        "POST /api/v1/content/batch-write",
+    ]
+    assert pauses == []
