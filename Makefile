@@ -92,7 +92,7 @@ bench: install ## Run the benchmarks (load, recall quality, 2 OpenViking shards,
 	$(PY) -m tests.bench.capture_path --pause-ms 300
 	$(PY) -m tests.bench.phase3
 	$(PY) -m tests.bench.embedders
-	$(PY) -m tests.chaos.trigger_latency
+	$(PY) -m tests.chaos.trigger_latency --pause-ms 1200 --sessions 3 --turns 16 --threshold 4
 	$(PY) -m tests.bench.openviking_costs
 
 .PHONY: bench-recall

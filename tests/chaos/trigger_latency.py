@@ -1,10 +1,13 @@
 """AfterTurn latency of turns that fire a compaction trigger against turns that do not.
 
-`python -m tests.chaos.trigger_latency [--embeddings-url URL] [--sessions 6 --turns 24 --threshold 4]`
-(part of `make bench`) starts a private OpenViking (extraction off; its own embedding server unless
-one is given) and the three services in one process (as
+`python -m tests.chaos.trigger_latency [--embeddings-url URL] [--sessions 6 --turns 24 --threshold 4]
+[--pause-ms 1500]` (part of `make bench`) starts a private OpenViking (extraction off; its own
+embedding server unless one is given) and the three services in one process (as
 `context-engine --service all`), plays the turns one after another and prints p50/p90 of both
-kinds and their ratio (docs/design.md §3.2: the commit runs in the background, the turn returns at once).
+kinds and their ratio (docs/design.md §3.2: the commit runs in the background, the turn returns at
+once). Turns that do not fire are also split by whether the turn before fired: with a pause after
+every turn (a host's model call) longer than a compaction, that next turn is the first to write
+the stream state after the compaction's hand-off wrote it.
 """
 
 from __future__ import annotations
@@ -30,13 +33,15 @@ def _quantiles(values: list[float]) -> tuple[float, float]:
     return statistics.median(values), cuts[8]
 
 
-async def measure(base_url: str, sessions: int, turns: int, threshold: int) -> dict[str, list[float]]:
+async def measure(
+    base_url: str, sessions: int, turns: int, threshold: int, pause: float = 0.0
+) -> dict[str, list[float]]:
     settings = load_settings(
         environ={},
         overrides={"baseUrl": base_url, "grpcPort": free_port(), "compactTurnThreshold": threshold},
     )
     host = await start_host(settings, "all")
-    timings: dict[str, list[float]] = {"firing": [], "quiet": []}
+    timings: dict[str, list[float]] = {"firing": [], "quiet": [], "after firing": []}
     try:
         async with aio.insecure_channel(host.address) as channel:
             stub = capture_pb2_grpc.CaptureServiceStub(channel)
@@ -47,12 +52,16 @@ async def measure(base_url: str, sessions: int, turns: int, threshold: int) -> d
                         account_id="lat", user_id="u", agent_id="main", session_id=f"l{run}-{i}"
                     )
                 )
+                fired = False
                 for _ in range(turns):
                     request = session.next_turn()
                     started = time.perf_counter()
                     response = await stub.AfterTurn(request, timeout=60)
                     elapsed = (time.perf_counter() - started) * 1000
-                    timings["firing" if response.trigger_fired else "quiet"].append(elapsed)
+                    kind = "firing" if response.trigger_fired else "after firing" if fired else "quiet"
+                    timings[kind].append(elapsed)
+                    fired = response.trigger_fired
+                    await asyncio.sleep(pause)
     finally:
         await host.stop()
     return timings
@@ -64,13 +73,17 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=6)
     parser.add_argument("--turns", type=int, default=24)
     parser.add_argument("--threshold", type=int, default=4)
+    parser.add_argument("--pause-ms", type=float, default=0.0, help="idle after every turn")
     args = parser.parse_args()
     with private_stack(args.embeddings_url) as stack:
-        timings = asyncio.run(measure(stack.openviking_url, args.sessions, args.turns, args.threshold))
-    firing, quiet = _quantiles(timings["firing"]), _quantiles(timings["quiet"])
-    print(f"firing turns: n={len(timings['firing'])} p50={firing[0]:.1f} ms p90={firing[1]:.1f} ms")
-    print(f"quiet turns:  n={len(timings['quiet'])} p50={quiet[0]:.1f} ms p90={quiet[1]:.1f} ms")
-    print(f"p50 ratio firing/quiet: {firing[0] / quiet[0]:.2f}")
+        timings = asyncio.run(
+            measure(stack.openviking_url, args.sessions, args.turns, args.threshold, args.pause_ms / 1000)
+        )
+    for kind, values in timings.items():
+        p50, p90 = _quantiles(values)
+        print(f"{kind} turns: n={len(values)} p50={p50:.1f} ms p90={p90:.1f} ms")
+    firing, quiet = statistics.median(timings["firing"]), statistics.median(timings["quiet"])
+    print(f"p50 ratio firing/quiet: {firing / quiet:.2f}")
 
 
 if __name__ == "__main__":
