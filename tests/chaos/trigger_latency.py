@@ -1,10 +1,10 @@
 """AfterTurn latency of turns that fire a compaction trigger against turns that do not.
 
 `python -m tests.chaos.trigger_latency [--embeddings-url URL] [--sessions 6 --turns 24 --threshold 4]
-[--pause-ms 1500]` (part of `make bench`) starts a private OpenViking (extraction off; its own
+[--pause-ms 1200]` (part of `make bench`) starts a private OpenViking (extraction off; its own
 embedding server unless one is given) and the three services in one process (as
-`context-engine --service all`), plays the turns one after another and prints p50/p90 of both
-kinds and their ratio (docs/design.md §3.2: the commit runs in the background, the turn returns at
+`context-engine --service all`), plays the turns one after another and prints p50/p90 of each
+kind and the firing / quiet ratio (docs/design.md §3.2: the commit runs in the background, the turn returns at
 once). Turns that do not fire are also split by whether the turn before fired: with a pause after
 every turn (a host's model call) longer than a compaction, that next turn is the first to write
 the stream state after the compaction's hand-off wrote it.
