@@ -15,7 +15,6 @@ How a checkpoint reaches its outcome is `shared.domain.finalisation`; what OpenV
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import logging
 import re
@@ -29,7 +28,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from pydantic import BaseModel, Field
 
 from shared.domain.document_slots import DocumentSlots, SlotRead, checkpoint_layout
-from shared.domain.documents import ENGINE_ROOT, DocumentStore, StoredDocument
+from shared.domain.documents import ENGINE_ROOT, DocumentStore, StoredDocument, after_conflict
 from shared.errors import Aborted
 from shared.openviking.tenant import Tenant
 from shared.sized_cache import SizedCache
@@ -330,8 +329,7 @@ class CheckpointStore:
                     tenant, uri, data, expected_sha256=stored.sha256, deadline=deadline
                 )
             except Aborted:
-                if fresh:  # a remembered version is read again at once (as `StreamStateStore.update`)
-                    await asyncio.sleep(0.01 * (attempt + 1))
+                await after_conflict(attempt, remembered=not fresh)
                 continue
             self._remember(tenant, checkpoint_id, uri, StoredDocument(data, sha))
             return changed
@@ -366,7 +364,7 @@ class CheckpointStore:
                     deadline=deadline,
                 )
             except Aborted:
-                await asyncio.sleep(0.01 * (attempt + 1))
+                await after_conflict(attempt, remembered=False)
                 continue
             return
         raise Aborted(f"provenance of {memory_uri} is contended; retry the call")

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import random
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -26,7 +25,7 @@ from datetime import UTC, datetime
 from pydantic import BaseModel, Field
 
 from shared.domain.document_slots import DocumentSlots, SlotRead, stream_state_layout
-from shared.domain.documents import DocumentStore, StoredDocument
+from shared.domain.documents import DocumentStore, StoredDocument, after_conflict
 from shared.domain.identity import RequestIdentity
 from shared.errors import Aborted
 from shared.openviking.models.parts import NewMessage
@@ -196,11 +195,6 @@ def initial_state(identity: RequestIdentity) -> StreamState:
     )
 
 
-async def back_off(attempt: int) -> None:
-    """The pause before the next compare-and-swap after a conflict on a fresh read (contention)."""
-    await asyncio.sleep(random.uniform(0.01, 0.05 * (attempt + 1)))
-
-
 class StreamStateStore:
     """Loads and updates stream state with optimistic concurrency (in its slot: `document_slots`)."""
 
@@ -298,12 +292,7 @@ class StreamStateStore:
                     identity.tenant, uri, data, expected_sha256=stored.sha256, deadline=deadline
                 )
             except Aborted:
-                # Against the version this replica remembered, a conflict says only that another
-                # writer came in since (a compaction's hand-off, a sweep, another replica): read
-                # afresh at once. Measured: the first turn after each compaction waited 10-50 ms
-                # here for nothing. Against a fresh read it is contention: back off.
-                if fresh:
-                    await back_off(attempt)
+                await after_conflict(attempt, remembered=not fresh)
                 continue
             self._remember(identity, slot, StoredDocument(data, sha))
             return changed, True

@@ -18,7 +18,7 @@ from grpc import aio
 
 from shared.config import load_settings
 from shared.domain import document_slots
-from shared.domain import stream_state as stream_state_module
+from shared.domain import documents as documents_module
 from shared.domain.document_slots import DocumentSlots, stream_dir, stream_state_layout
 from shared.domain.documents import DocumentStore
 from shared.domain.stream_state import StreamState, StreamStateStore, initial_state
@@ -140,13 +140,13 @@ async def test_a_stale_remembered_version_is_read_again_at_once(
     after it. A's next update conflicts on the remembered version and reads the state again
     without backing off (nothing contends), then lands on top of B's: no update is lost."""
     pauses: list[int] = []
-    real_back_off = stream_state_module.back_off
+    real_back_off = documents_module.back_off
 
     async def counted_back_off(attempt: int) -> None:
         pauses.append(attempt)
         await real_back_off(attempt)
 
-    monkeypatch.setattr(stream_state_module, "back_off", counted_back_off)
+    monkeypatch.setattr(documents_module, "back_off", counted_back_off)
     settings = load_settings(environ={}, overrides={"baseUrl": openviking.base_url})
     who = parsed(new_identity())
 
