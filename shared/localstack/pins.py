@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-OPENVIKING_REQUIREMENTS: tuple[str, ...] = ("openviking==0.5.2",)
-"""Installed into the ``openviking`` venv."""
+OPENVIKING_REQUIREMENTS: tuple[str, ...] = ("openviking==0.5.2", "httptools==0.9.0", "uvloop==0.23.0")
+"""Installed into the ``openviking`` venv. ``httptools`` and ``uvloop`` are uvicorn's own
+``[standard]`` extras, which its ``auto`` setting picks up when present: OpenViking's server then
+parses HTTP in C and runs on libuv, and every call costs it 10-25 % less CPU
+(``python -m tests.bench.openviking_costs``, run with and without them: docs/benchmarks.md)."""
 
 TORCH_REQUIREMENT = "torch==2.13.0"
 """Installed first into the ``embeddings`` venv. This exact version resolves to a local CPU wheel;

@@ -58,6 +58,9 @@ class StackSettings:
     """Chat model for summaries and extraction; None turns extraction off."""
     auth: AuthSettings = field(default_factory=AuthSettings)
     """OpenViking auth mode (dev by default)."""
+    openviking_usage_audit: bool = False
+    """OpenViking's per-request usage and audit store (its default: on; the engine reads none of
+    it, and it costs OpenViking CPU on every call: `build_openviking_config`)."""
     provision: bool = True
     """Install missing runtimes before starting (minutes, once)."""
     startup_timeout_seconds: float = 300.0
@@ -136,6 +139,7 @@ class LocalStack:
                 embeddings_api_base=self._embeddings_url,
                 llm=settings.llm,
                 auth=settings.auth,
+                usage_audit=settings.openviking_usage_audit,
             )
             report(
                 f"starting openviking on {openviking_base_url(ov_port)} (data {self.openviking_data.root})"

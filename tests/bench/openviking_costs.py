@@ -7,7 +7,9 @@ compare-and-swap write (`DocumentStore`), a 100-byte document's write, a session
 exchange, a turn-index document (embedded) alone and four in one call, recall's `find` (limit
 `TURN_CANDIDATES`), `fs/ls`, `fs/mkdir`. Per kind: OpenViking's CPU per call (from /proc, read
 once its queues are quiet again, so deferred work counts), the embedding server's, and the wall
-time per call.
+time per call. Twice, each on a stack of its own and in the same run: OpenViking as the engine
+ships it (usage audit off: `shared.localstack.openviking_config`) and with OpenViking's default
+configuration (usage audit on), so the saving shows beside its baseline.
 
     python -m tests.bench.openviking_costs [--calls 120] [--out bench-results]
 """
@@ -119,16 +121,41 @@ async def run(url: str, meter: CpuMeter, calls: int) -> list[dict[str, Any]]:
         return [await measure(meter, name, calls, call) for name, call in kinds]
 
 
-def markdown(rows: list[dict[str, Any]]) -> str:
+CONFIGURATIONS = (("shipped", False), ("openviking_default", True))
+"""Each run's OpenViking configurations: (name, usage audit on)."""
+
+
+def markdown(runs: dict[str, list[dict[str, Any]]]) -> str:
     lines = [
-        "| call (the engine's client) | OpenViking CPU ms/call | embedder CPU ms/call | wall ms/call |",
-        "|---|---:|---:|---:|",
+        "| call (the engine's client) | OpenViking CPU ms/call, as shipped (usage audit off) | "
+        "OpenViking CPU ms/call, its default (usage audit on) | embedder CPU ms/call | wall ms/call, "
+        "shipped / default |",
+        "|---|---:|---:|---:|---:|",
     ]
-    lines += [
-        f"| {r['call']} | {r['openviking_cpu_ms']:.1f} | {r['embeddings_cpu_ms']:.1f} | {r['wall_ms']:.1f} |"
-        for r in rows
-    ]
+    for shipped, default in zip(runs["shipped"], runs["openviking_default"], strict=True):
+        lines.append(
+            f"| {shipped['call']} | {shipped['openviking_cpu_ms']:.1f} | {default['openviking_cpu_ms']:.1f} "
+            f"| {shipped['embeddings_cpu_ms']:.1f} | {shipped['wall_ms']:.1f} / {default['wall_ms']:.1f} |"
+        )
     return "\n".join(lines) + "\n"
+
+
+def measure_stack(usage_audit: bool, calls: int) -> list[dict[str, Any]]:
+    """Every kind of call on a private stack whose OpenViking has the usage audit on or off."""
+    data_dir = Path(tempfile.mkdtemp(prefix="ce-costs-ov-"))
+    try:
+        settings = StackSettings(
+            openviking_data_dir=data_dir,
+            openviking_port=0,
+            embeddings_port=0,
+            llm=None,
+            openviking_usage_audit=usage_audit,
+        )
+        with LocalStack(settings) as stack:
+            meter = CpuMeter({m.spec.name: m.pid for m in stack.processes})
+            return asyncio.run(run(stack.openviking_url, meter, calls))
+    finally:
+        shutil.rmtree(data_dir, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -137,16 +164,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=Path("bench-results"))
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    data_dir = Path(tempfile.mkdtemp(prefix="ce-costs-ov-"))
-    try:
-        settings = StackSettings(openviking_data_dir=data_dir, openviking_port=0, embeddings_port=0, llm=None)
-        with LocalStack(settings) as stack:
-            meter = CpuMeter({m.spec.name: m.pid for m in stack.processes})
-            rows = asyncio.run(run(stack.openviking_url, meter, args.calls))
-    finally:
-        shutil.rmtree(data_dir, ignore_errors=True)
-    (args.out / "openviking-costs.json").write_text(json.dumps(rows, indent=2))
-    text = markdown(rows)
+    runs = {name: measure_stack(usage_audit, args.calls) for name, usage_audit in CONFIGURATIONS}
+    (args.out / "openviking-costs.json").write_text(json.dumps(runs, indent=2))
+    text = markdown(runs)
     (args.out / "openviking-costs.md").write_text(text)
     print(text)
 

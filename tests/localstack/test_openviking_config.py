@@ -61,7 +61,12 @@ def test_config_without_llm(tmp_path: Path) -> None:
         llm=None,
         auth=AuthSettings(),
     )
-    assert config["server"] == {"host": "127.0.0.1", "port": 4321, "auth_mode": "dev"}
+    assert config["server"] == {
+        "host": "127.0.0.1",
+        "port": 4321,
+        "auth_mode": "dev",
+        "observability": {"usage_audit": {"enabled": False}},
+    }
     assert config["memory"] == {"extraction_enabled": False}
     assert config["retrieval"] == {"enable_intent": False}
     assert "vlm" not in config
@@ -78,6 +83,7 @@ def test_config_with_llm_and_api_key_auth(tmp_path: Path) -> None:
         embeddings_api_base="http://e/v1",
         llm=LlmSettings("openai", "m", api_base="http://l/v1", api_key="x"),
         auth=AuthSettings("api_key", root_api_key="root"),
+        usage_audit=True,
     )
     config = json.loads(path.read_text())
     assert config["vlm"] == {
@@ -90,5 +96,6 @@ def test_config_with_llm_and_api_key_auth(tmp_path: Path) -> None:
     }
     assert "memory" not in config
     assert config["server"]["root_api_key"] == "root"
+    assert "observability" not in config["server"]  # usage_audit=True: OpenViking's own default
     assert config["storage"]["workspace"] == str(data.workspace)
     assert data.workspace.is_dir() and data.home.is_dir()
