@@ -129,6 +129,15 @@ def targets_table(report: dict[str, Any]) -> list[str]:
         "| 2 OpenViking shards: tenants split, per-shard numbers, one shard killed -> 0 errors on the "
         "other | measured by `python -m tests.bench.shards` (`make bench`, after this one) | — | — | — | — |"
     )
+    replay1 = _by_concurrency(report.get("concurrency", []), 1).get("ops", {})
+    indexed1 = _by_concurrency(report.get("openviking_raw_indexed", []), 1).get("ops", {})
+    after_turn, append = _p50(replay1, "AfterTurn"), _p50(indexed1, "ov.add_messages_batch")
+    if after_turn is not None and append:
+        lines.append(
+            "| not a target, for context: AfterTurn p50 at 1 caller against the append of OpenViking alone "
+            f"that also writes each exchange to the turn index | {fmt(after_turn)} | {fmt(append)} "
+            f"| {after_turn / append:.2f} | — | — |"
+        )
     stack = _by_concurrency(report.get("concurrency", []), 8).get("turns_per_s")
     indexed = _by_concurrency(report.get("openviking_raw_indexed", []), 8).get("turns_per_s")
     if stack is not None and indexed:
