@@ -75,6 +75,19 @@ def test_openviking_is_healthy_with_extraction_off(openviking: OpenVikingEndpoin
     assert openviking.extraction_enabled is False
 
 
+def test_openviking_runs_without_usage_audit_on_httptools_and_uvloop(openviking: OpenVikingEndpoint) -> None:
+    """How the stack runs OpenViking to spend less of its CPU per call (`openviking_config`,
+    `pins.OPENVIKING_REQUIREMENTS`): its usage-audit console answers that the audit is off, and
+    the server process has uvicorn's C HTTP parser and libuv loop loaded."""
+    with httpx.Client(base_url=openviking.base_url, timeout=TIMEOUT) as client:
+        _ok(client.get("/api/v1/fs/ls", params={"uri": "viking://resources"}))
+        summary = _ok(client.get("/api/v1/console/dashboard/summary"))
+    assert summary["enabled"] is False, summary
+    with open(f"/proc/{openviking.pid}/maps", encoding="utf-8") as maps:
+        mapped = maps.read()
+    assert "/uvloop/" in mapped and "/httptools/" in mapped
+
+
 def test_written_memory_is_found(openviking: OpenVikingEndpoint) -> None:
     with httpx.Client(base_url=openviking.base_url, timeout=TIMEOUT) as client:
         _ok(
