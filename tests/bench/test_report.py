@@ -65,6 +65,14 @@ def test_split_rpcs_times_the_engine_before_and_after_openviking() -> None:
     assert (got[100 * ms].before_ms, got[100 * ms].after_ms, got[100 * ms].openviking_calls) == (5.0, 0.0, 0)
 
 
+def _phase(op: str, p50_at_1: float, turns_per_s_at_8: float) -> list[dict[str, Any]]:
+    """A traffic phase's rows as the report holds them: `op`'s p50 at 1 caller, turns/s at 8."""
+    return [
+        {"concurrency": 1, "ops": {op: {"p50_ms": p50_at_1}}},
+        {"concurrency": 8, "turns_per_s": turns_per_s_at_8},
+    ]
+
+
 def test_targets_compare_with_the_same_run_and_say_what_is_not_measured() -> None:
     def assemble_vs_find(level: int, assemble: float, find: float) -> dict[str, Any]:
         ops = {"Assemble": {"p50_ms": assemble}, "ov.find(same query)": {"p50_ms": find}}
@@ -72,14 +80,8 @@ def test_targets_compare_with_the_same_run_and_say_what_is_not_measured() -> Non
 
     report = {
         "assembly": {"levels": [assemble_vs_find(1, 65.0, 50.0), assemble_vs_find(8, 400.0, 200.0)]},
-        "concurrency": [
-            {"concurrency": 1, "ops": {"AfterTurn": {"p50_ms": 30.0}}},
-            {"concurrency": 8, "turns_per_s": 8.0},
-        ],
-        "openviking_raw": [
-            {"concurrency": 1, "ops": {"ov.add_messages_batch": {"p50_ms": 20.0}}},
-            {"concurrency": 8, "turns_per_s": 10.0},
-        ],
+        "concurrency": _phase("AfterTurn", 30.0, 8.0),
+        "openviking_raw": _phase("ov.add_messages_batch", 20.0, 10.0),
         "wrapped": [{"phase": "assembly@1", "method": "Assemble", "engine_own_p50_ms": 12.0}],
     }
     targets = issue_targets(report)
@@ -97,18 +99,9 @@ def test_targets_compare_with_the_same_run_and_say_what_is_not_measured() -> Non
 
 def test_the_indexed_baseline_is_context_beside_the_targets_not_one_of_them() -> None:
     report = {
-        "concurrency": [
-            {"concurrency": 1, "ops": {"AfterTurn": {"p50_ms": 30.0}}},
-            {"concurrency": 8, "turns_per_s": 6.0},
-        ],
-        "openviking_raw": [
-            {"concurrency": 1, "ops": {"ov.add_messages_batch": {"p50_ms": 8.0}}},
-            {"concurrency": 8, "turns_per_s": 15.0},
-        ],
-        "openviking_raw_indexed": [
-            {"concurrency": 1, "ops": {"ov.add_messages_batch": {"p50_ms": 12.0}}},
-            {"concurrency": 8, "turns_per_s": 7.5},
-        ],
+        "concurrency": _phase("AfterTurn", 30.0, 6.0),
+        "openviking_raw": _phase("ov.add_messages_batch", 8.0, 15.0),
+        "openviking_raw_indexed": _phase("ov.add_messages_batch", 12.0, 7.5),
     }
     targets = issue_targets(report)
     assert (targets[-1].ratio, targets[-1].met) == (0.4, False)  # the issue's baselines stay
